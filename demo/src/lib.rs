@@ -1,0 +1,135 @@
+//! Deterministic demo corpus generator (SPEC 6): original archives in the exact layout of
+//! SPEC 2.2, raw shards, a manifest, a `pipeline.yaml` and the `expected.json` an auditor
+//! must reproduce. Same seed, same bytes.
+
+pub mod plan;
+pub mod rng;
+pub mod write;
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub use plan::{CorpusPlan, plan_corpus};
+pub use write::write_corpus;
+
+/// The default seed of the demo corpus.
+pub const DEFAULT_SEED: u64 = 20_261_129;
+/// Version of `expected.json`.
+pub const EXPECTED_FORMAT_VERSION: u32 = 1;
+
+/// Corpus size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scale {
+    /// A few dozen attempts per workload, for fast tests.
+    Small,
+    /// The study's cohort: tmax 267 trials, deepswe 2,000 census + 100 pilot attempts.
+    Full,
+    /// Ten times the study: tmax 2,670, deepswe 20,000 census + 1,000 pilot.
+    X10,
+}
+
+impl Scale {
+    /// Parse `small`, `full` or `x10`.
+    pub fn parse(s: &str) -> Option<Scale> {
+        match s {
+            "small" => Some(Scale::Small),
+            "full" => Some(Scale::Full),
+            "x10" => Some(Scale::X10),
+            _ => None,
+        }
+    }
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scale::Small => "small",
+            Scale::Full => "full",
+            Scale::X10 => "x10",
+        }
+    }
+}
+
+/// What an auditor must find in one workload of the corpus.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WorkloadExpectation {
+    /// Census attempts audited.
+    pub audited: u64,
+    /// Census attempts in the cohort.
+    pub included: u64,
+    /// Census exclusions by reason.
+    pub excluded: BTreeMap<String, u64>,
+    /// Pilot attempts (superseded by the census).
+    pub pilot: u64,
+    /// Attempt ids kept in the cohort but flagged (`llm_query_error`).
+    pub flagged: Vec<String>,
+    /// tmax: included trials with reward 0.
+    pub wrong_answers: u64,
+    /// Clipping rows by reason (census attempts; pilot attempts have none).
+    pub clipping: BTreeMap<String, u64>,
+    /// How many of the `merged_overlap` rows are touching pairs (0 s removed).
+    pub merged_touching: u64,
+    /// Request-start files in census attempts.
+    pub start_files: u64,
+}
+
+/// One written archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WrittenArchive {
+    /// Archive id.
+    pub archive_id: String,
+    /// Workload.
+    pub workload: String,
+    /// Path relative to the output directory.
+    pub file: String,
+    /// SHA256 (hex).
+    pub sha256: String,
+    /// Byte count.
+    pub bytes: u64,
+    /// Raw shard (relative path) holding it.
+    pub shard: String,
+}
+
+/// What `write_corpus` produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct DemoSummary {
+    /// Output directory.
+    pub out: PathBuf,
+    /// Scale.
+    pub scale: Scale,
+    /// Seed.
+    pub seed: u64,
+    /// Archives.
+    pub archives: Vec<WrittenArchive>,
+    /// Per-workload expectations.
+    pub expected: BTreeMap<String, WorkloadExpectation>,
+}
+
+/// Errors writing the corpus; each names the path.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// Filesystem failure.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl DemoError {
+    pub(crate) fn io(path: &Path) -> impl FnOnce(std::io::Error) -> DemoError + '_ {
+        move |source| DemoError::Io {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// Plan and write a corpus into `out`.
+pub fn generate(out: &Path, scale: Scale, seed: u64) -> Result<DemoSummary, DemoError> {
+    let plan = plan_corpus(scale, seed);
+    write_corpus(&plan, out, scale, seed)
+}

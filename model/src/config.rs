@@ -1,0 +1,670 @@
+//! The `pipeline.yaml` contract: typed, strict (unknown keys refused), validated, with
+//! errors that name the file, line and field.
+
+use crate::domain::WorkloadId;
+use crate::error::ConfigError;
+use crate::manifest::{ArchiveSpec, ManifestRow, parse_manifest_csv, validate_rows};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The only `version` this build reads and writes.
+pub const PIPELINE_CONFIG_VERSION: u32 = 1;
+
+/// One whole run: where inputs come from, what each workload expects, how to replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Format version of this file; must be 1.
+    pub version: u32,
+    /// Directory (relative to this file) every stage reads and writes below.
+    pub run_dir: String,
+    /// Where the original archives come from.
+    pub sources: Sources,
+    /// Per-workload layout, expectations and replay capacity.
+    pub workloads: Workloads,
+    /// The seeded schedule search.
+    pub search: SearchConfig,
+    /// Fetching knobs.
+    #[serde(default)]
+    pub ingest: IngestConfig,
+    /// Archive-reading limits.
+    #[serde(default)]
+    pub audit: AuditConfig,
+}
+
+/// Kinds of archive location.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum LocationKind {
+    /// A local file, relative to the manifest.
+    File,
+    /// A Google Cloud Storage object pinned to a generation.
+    Gcs,
+    /// A member of a Hugging Face raw shard pinned to a commit.
+    Hf,
+}
+
+impl LocationKind {
+    /// Lowercase name used in the ledger.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LocationKind::File => "file",
+            LocationKind::Gcs => "gcs",
+            LocationKind::Hf => "hf",
+        }
+    }
+}
+
+/// Where archives come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sources {
+    /// Manifest CSV, relative to this file. Exactly one of `manifest` and `archives`.
+    #[serde(default)]
+    pub manifest: Option<String>,
+    /// Inline manifest rows (same fields as the CSV columns).
+    #[serde(default)]
+    pub archives: Option<Vec<ManifestRow>>,
+    /// Which kinds of location to fetch and verify.
+    pub locations: Vec<LocationKind>,
+    /// Google Cloud Storage endpoint.
+    #[serde(default)]
+    pub gcs: EndpointConfig,
+    /// Hugging Face Hub endpoint.
+    #[serde(default)]
+    pub hf: EndpointConfig,
+}
+
+/// An endpoint override; null means the real service.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EndpointConfig {
+    /// Base URL, or null for the real service. The ecosystem's environment variable
+    /// (`STORAGE_EMULATOR_HOST`, `HF_ENDPOINT`) overrides it.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+}
+
+/// The workloads of this run; at least one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Workloads {
+    /// The tmax workload.
+    #[serde(default)]
+    pub tmax: Option<WorkloadConfig>,
+    /// The deepswe workload.
+    #[serde(default)]
+    pub deepswe: Option<WorkloadConfig>,
+}
+
+impl Workloads {
+    /// The configured workloads in fixed (tmax, deepswe) order.
+    pub fn iter(&self) -> impl Iterator<Item = (WorkloadId, &WorkloadConfig)> {
+        WorkloadId::ALL
+            .into_iter()
+            .filter_map(|w| self.get(w).map(|c| (w, c)))
+    }
+
+    /// One workload's config.
+    pub fn get(&self, w: WorkloadId) -> Option<&WorkloadConfig> {
+        match w {
+            WorkloadId::Tmax => self.tmax.as_ref(),
+            WorkloadId::Deepswe => self.deepswe.as_ref(),
+        }
+    }
+}
+
+/// One workload's layout, cohort expectations and replay capacity.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// Attempt layout inside archives; each omitted key takes the workload's default.
+    #[serde(default)]
+    pub layout: LayoutOverride,
+    /// Expected cohort counts; a mismatch fails the audit.
+    pub expect: Expectations,
+    /// Replay capacity.
+    pub replay: ReplayCaps,
+}
+
+/// Path patterns of an attempt inside an archive. `{task_id}`, `{attempt_id}` and `{seq}`
+/// are placeholders; file patterns are relative to the attempt directory.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LayoutOverride {
+    /// Attempt directory, e.g. `deepswe/{task_id}/{attempt_id}/`.
+    #[serde(default)]
+    pub attempt_dir: Option<String>,
+    /// Identity file, e.g. `identity.json`.
+    #[serde(default)]
+    pub identity: Option<String>,
+    /// Request-start files, e.g. `requests/{seq}.start`.
+    #[serde(default)]
+    pub request_start: Option<String>,
+    /// Timers file (JSON lines), e.g. `timers.jsonl`.
+    #[serde(default)]
+    pub timers: Option<String>,
+    /// Result file, e.g. `result.json`.
+    #[serde(default)]
+    pub result: Option<String>,
+}
+
+/// A fully resolved attempt layout.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Layout {
+    /// Attempt directory pattern (ends with `/`).
+    pub attempt_dir: String,
+    /// Identity file, relative to the attempt directory.
+    pub identity: String,
+    /// Request-start pattern with `{seq}`, relative to the attempt directory.
+    pub request_start: String,
+    /// Timers file, relative to the attempt directory.
+    pub timers: String,
+    /// Result file, relative to the attempt directory.
+    pub result: String,
+}
+
+impl Layout {
+    /// The spec's default layout of a workload (SPEC 2.2).
+    pub fn default_for(w: WorkloadId) -> Layout {
+        match w {
+            WorkloadId::Deepswe => Layout {
+                attempt_dir: "deepswe/{task_id}/{attempt_id}/".into(),
+                identity: "identity.json".into(),
+                request_start: "requests/{seq}.start".into(),
+                timers: "timers.jsonl".into(),
+                result: "result.json".into(),
+            },
+            WorkloadId::Tmax => Layout {
+                attempt_dir: "tmax/{attempt_id}/".into(),
+                identity: "trial.json".into(),
+                request_start: "agent/requests/{seq}.start".into(),
+                timers: "agent/timers.jsonl".into(),
+                result: "result.json".into(),
+            },
+        }
+    }
+
+    /// Apply an override on top of the workload default.
+    pub fn resolve(w: WorkloadId, o: &LayoutOverride) -> Layout {
+        let d = Layout::default_for(w);
+        let mut attempt_dir = o.attempt_dir.clone().unwrap_or(d.attempt_dir);
+        if !attempt_dir.ends_with('/') {
+            attempt_dir.push('/');
+        }
+        Layout {
+            attempt_dir,
+            identity: o.identity.clone().unwrap_or(d.identity),
+            request_start: o.request_start.clone().unwrap_or(d.request_start),
+            timers: o.timers.clone().unwrap_or(d.timers),
+            result: o.result.clone().unwrap_or(d.result),
+        }
+    }
+}
+
+/// Expected cohort counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Expectations {
+    /// Attempts audited (census only; pilot attempts are not counted).
+    pub audited: u64,
+    /// Attempts in the cohort.
+    pub included: u64,
+    /// Pilot attempts superseded by the census (deepswe).
+    #[serde(default)]
+    pub pilot: Option<u64>,
+}
+
+/// Replay capacity of a workload.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayCaps {
+    /// Most attempts running at once (K).
+    pub concurrency: u32,
+    /// CPU cap in cores.
+    pub cpu_cores: f64,
+    /// RAM cap in GiB.
+    pub ram_gib: f64,
+    /// GPUs of the shared inference service.
+    pub gpus: u32,
+}
+
+/// The seeded schedule search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Seed of the one RNG stream of the whole replay.
+    pub seed: u64,
+    /// The order in which workloads consume the RNG stream.
+    pub order: Vec<WorkloadId>,
+    /// Budgets (counts, never seconds).
+    #[serde(default)]
+    pub budget: SearchBudget,
+}
+
+/// Search budgets, all counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct SearchBudget {
+    /// List schedules under random duration perturbations, per workload.
+    pub perturbations: u32,
+    /// Relative spread of a duration perturbation (uniform in `[1-s, 1+s]`).
+    pub perturbation_spread: f64,
+    /// Local swap and move candidates from the best found, per objective and workload.
+    pub local_moves: u32,
+    /// Partial simultaneous-start candidates per workload.
+    pub group_starts: u32,
+}
+
+impl Default for SearchBudget {
+    fn default() -> Self {
+        SearchBudget {
+            perturbations: 64,
+            perturbation_spread: 0.25,
+            local_moves: 256,
+            group_starts: 32,
+        }
+    }
+}
+
+/// Fetching knobs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestConfig {
+    /// Archives fetched at once.
+    pub parallel: u32,
+    /// Retries of a transient fault (connection reset, 5xx, 429) per location.
+    pub retries: u32,
+    /// Whole-request timeout in seconds for one archive download.
+    pub request_timeout_s: u64,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        IngestConfig {
+            parallel: 4,
+            retries: 5,
+            request_timeout_s: 3600,
+        }
+    }
+}
+
+/// Archive-reading limits (SPEC 5).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuditConfig {
+    /// Most uncompressed bytes one archive may expand to.
+    pub max_uncompressed_bytes: u64,
+    /// Most tar members one archive may hold.
+    pub max_members: u64,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        AuditConfig {
+            max_uncompressed_bytes: 64 * (1 << 30),
+            max_members: 5_000_000,
+        }
+    }
+}
+
+/// A validated config with its resolved paths and archives.
+#[derive(Debug, Clone)]
+pub struct LoadedConfig {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The raw text's SHA256 (provenance).
+    pub sha256: String,
+    /// The parsed config.
+    pub config: PipelineConfig,
+    /// `run_dir`, resolved against the file's directory.
+    pub run_dir: PathBuf,
+    /// Every archive, validated.
+    pub archives: Vec<ArchiveSpec>,
+}
+
+impl LoadedConfig {
+    /// The resolved layout of a workload.
+    pub fn layout(&self, w: WorkloadId) -> Option<Layout> {
+        self.config
+            .workloads
+            .get(w)
+            .map(|c| Layout::resolve(w, &c.layout))
+    }
+}
+
+/// Read, parse and validate a `pipeline.yaml` (and the manifest it names).
+pub fn load_config(path: &Path) -> Result<LoadedConfig, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    load_config_str(path, &text)
+}
+
+/// Parse and validate config text; `path` names the file in errors and anchors relative paths.
+pub fn load_config_str(path: &Path, text: &str) -> Result<LoadedConfig, ConfigError> {
+    let config = parse_config(path, text)?;
+    validate_config(path, text, &config)?;
+    let base = path.parent().unwrap_or(Path::new("")).to_path_buf();
+    let archives = match (&config.sources.manifest, &config.sources.archives) {
+        (Some(m), None) => {
+            let mpath = base.join(m);
+            let mtext = std::fs::read_to_string(&mpath).map_err(|source| ConfigError::Io {
+                path: mpath.clone(),
+                source,
+            })?;
+            parse_manifest_csv(&mpath, &mtext)?
+        }
+        (None, Some(rows)) => {
+            let lines: Vec<usize> = (0..rows.len())
+                .map(|i| {
+                    line_of(text, &["sources", "archives"])
+                        .map(|l| l + i)
+                        .unwrap_or(0)
+                })
+                .collect();
+            validate_rows(path, rows, &lines, &base, "sources.archives")?
+        }
+        _ => unreachable!("validate_config checks exactly one source"),
+    };
+    let configured: Vec<WorkloadId> = config.workloads.iter().map(|(w, _)| w).collect();
+    for a in &archives {
+        if !configured.contains(&a.workload) {
+            return Err(ConfigError::Invalid {
+                path: path.to_path_buf(),
+                line: line_of(text, &["workloads"]),
+                field: "workloads".into(),
+                message: format!(
+                    "archive `{}` belongs to workload `{}`, which is not configured",
+                    a.archive_id, a.workload
+                ),
+            });
+        }
+    }
+    let mut hasher = <sha2::Sha256 as sha2::Digest>::new();
+    sha2::Digest::update(&mut hasher, text.as_bytes());
+    Ok(LoadedConfig {
+        path: path.to_path_buf(),
+        sha256: hex::encode(sha2::Digest::finalize(hasher)),
+        run_dir: base.join(&config.run_dir),
+        config,
+        archives,
+    })
+}
+
+fn parse_config(path: &Path, text: &str) -> Result<PipelineConfig, ConfigError> {
+    let de = serde_yaml::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        let line = inner.location().map(|l| l.line());
+        let mut message = inner.to_string();
+        // serde_yaml appends " at line L column C"; the line is reported separately.
+        if let Some(i) = message.find(" at line ") {
+            message.truncate(i);
+        }
+        // and may prefix the path it knows; keep the message itself.
+        if let Some(rest) = message.strip_prefix(&format!("{field}: ")) {
+            message = rest.to_string();
+        }
+        ConfigError::Invalid {
+            path: path.to_path_buf(),
+            line: line.or_else(|| {
+                let parts: Vec<&str> = field.split('.').collect();
+                line_of(text, &parts)
+            }),
+            field: if field == "." { "(top level)".into() } else { field },
+            message,
+        }
+    })
+}
+
+fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), ConfigError> {
+    let err = |field: &str, message: String| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        line: {
+            let parts: Vec<&str> = field.split('.').collect();
+            line_of(text, &parts)
+        },
+        field: field.to_string(),
+        message,
+    };
+    if c.version != PIPELINE_CONFIG_VERSION {
+        return Err(err(
+            "version",
+            format!(
+                "unsupported version {}, this build reads version {PIPELINE_CONFIG_VERSION}",
+                c.version
+            ),
+        ));
+    }
+    if c.run_dir.trim().is_empty() {
+        return Err(err("run_dir", "must not be empty".into()));
+    }
+    match (&c.sources.manifest, &c.sources.archives) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                "sources",
+                "give either `manifest` or `archives`, not both".into(),
+            ));
+        }
+        (None, None) => {
+            return Err(err(
+                "sources",
+                "missing `manifest` (a CSV path) or `archives` (inline rows)".into(),
+            ));
+        }
+        _ => {}
+    }
+    if c.sources.locations.is_empty() {
+        return Err(err(
+            "sources.locations",
+            "list at least one of file, gcs, hf".into(),
+        ));
+    }
+    let mut seen = Vec::new();
+    for l in &c.sources.locations {
+        if seen.contains(l) {
+            return Err(err(
+                "sources.locations",
+                format!("`{}` is listed twice", l.as_str()),
+            ));
+        }
+        seen.push(*l);
+    }
+    let configured: Vec<WorkloadId> = c.workloads.iter().map(|(w, _)| w).collect();
+    if configured.is_empty() {
+        return Err(err("workloads", "configure at least one workload".into()));
+    }
+    for (w, wc) in c.workloads.iter() {
+        let f = |k: &str| format!("workloads.{w}.{k}");
+        let r = &wc.replay;
+        if r.concurrency == 0 {
+            return Err(err(&f("replay.concurrency"), "must be at least 1".into()));
+        }
+        if !(r.cpu_cores.is_finite() && r.cpu_cores > 0.0) {
+            return Err(err(
+                &f("replay.cpu_cores"),
+                format!("must be a positive number, got {}", r.cpu_cores),
+            ));
+        }
+        if !(r.ram_gib.is_finite() && r.ram_gib > 0.0) {
+            return Err(err(
+                &f("replay.ram_gib"),
+                format!("must be a positive number, got {}", r.ram_gib),
+            ));
+        }
+        if wc.expect.included > wc.expect.audited {
+            return Err(err(
+                &f("expect.included"),
+                format!(
+                    "{} included cannot exceed {} audited",
+                    wc.expect.included, wc.expect.audited
+                ),
+            ));
+        }
+        let layout = Layout::resolve(w, &wc.layout);
+        if !layout.attempt_dir.contains("{attempt_id}") {
+            return Err(err(
+                &f("layout.attempt_dir"),
+                format!(
+                    "`{}` must contain the placeholder {{attempt_id}}",
+                    layout.attempt_dir
+                ),
+            ));
+        }
+        if !layout.request_start.contains("{seq}") {
+            return Err(err(
+                &f("layout.request_start"),
+                format!(
+                    "`{}` must contain the placeholder {{seq}}",
+                    layout.request_start
+                ),
+            ));
+        }
+        for (k, v) in [
+            ("identity", &layout.identity),
+            ("timers", &layout.timers),
+            ("result", &layout.result),
+            ("request_start", &layout.request_start),
+        ] {
+            if v.starts_with('/') || v.split('/').any(|p| p == "..") || v.is_empty() {
+                return Err(err(
+                    &f(&format!("layout.{k}")),
+                    format!("`{v}` must be a relative path inside the attempt directory"),
+                ));
+            }
+        }
+    }
+    let mut order = Vec::new();
+    for w in &c.search.order {
+        if order.contains(w) {
+            return Err(err(
+                "search.order",
+                format!("workload `{w}` is listed twice"),
+            ));
+        }
+        if !configured.contains(w) {
+            return Err(err(
+                "search.order",
+                format!("workload `{w}` is not configured under `workloads`"),
+            ));
+        }
+        order.push(*w);
+    }
+    for w in &configured {
+        if !order.contains(w) {
+            return Err(err(
+                "search.order",
+                format!("workload `{w}` is configured but missing from the order"),
+            ));
+        }
+    }
+    let b = &c.search.budget;
+    if !(b.perturbation_spread.is_finite() && (0.0..1.0).contains(&b.perturbation_spread)) {
+        return Err(err(
+            "search.budget.perturbation_spread",
+            format!("must be in [0, 1), got {}", b.perturbation_spread),
+        ));
+    }
+    if c.ingest.parallel == 0 {
+        return Err(err("ingest.parallel", "must be at least 1".into()));
+    }
+    Ok(())
+}
+
+/// The effective GCS endpoint: `STORAGE_EMULATOR_HOST` (as `host:port` or a URL) wins
+/// over the config; `None` means the real service.
+pub fn gcs_endpoint(configured: Option<&str>, env_value: Option<&str>) -> Option<String> {
+    let pick = env_value
+        .filter(|v| !v.trim().is_empty())
+        .or(configured.filter(|v| !v.trim().is_empty()))?;
+    let v = pick.trim().trim_end_matches('/');
+    if v.starts_with("http://") || v.starts_with("https://") {
+        Some(v.to_string())
+    } else {
+        Some(format!("http://{v}"))
+    }
+}
+
+/// The effective Hub endpoint: `HF_ENDPOINT` wins over the config; default the real Hub.
+pub fn hf_endpoint(configured: Option<&str>, env_value: Option<&str>) -> String {
+    env_value
+        .filter(|v| !v.trim().is_empty())
+        .or(configured.filter(|v| !v.trim().is_empty()))
+        .unwrap_or("https://huggingface.co")
+        .trim()
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// Best-effort 1-based line of a dotted key path in block-style YAML (for errors from
+/// validation that runs after parsing). Returns the deepest key found.
+pub fn line_of(text: &str, path: &[&str]) -> Option<usize> {
+    let mut found = None;
+    let mut min_indent: isize = -1;
+    let mut depth = 0;
+    for (i, raw) in text.lines().enumerate() {
+        if depth >= path.len() {
+            break;
+        }
+        let trimmed = raw.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let indent = (raw.len() - trimmed.len()) as isize;
+        if found.is_some() && indent <= min_indent {
+            // left the block of the last key found
+            break;
+        }
+        let key = path[depth];
+        let key = key.split('[').next().unwrap_or(key);
+        if let Some(rest) = trimmed.strip_prefix(key)
+            && rest.trim_start().starts_with(':')
+        {
+            found = Some(i + 1);
+            min_indent = indent;
+            depth += 1;
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emulator_host_forms() {
+        assert_eq!(
+            gcs_endpoint(None, Some("127.0.0.1:4443")).as_deref(),
+            Some("http://127.0.0.1:4443")
+        );
+        assert_eq!(
+            gcs_endpoint(Some("http://a:1/"), Some("http://127.0.0.1:9/")).as_deref(),
+            Some("http://127.0.0.1:9")
+        );
+        assert_eq!(
+            gcs_endpoint(Some("http://a:1"), None).as_deref(),
+            Some("http://a:1")
+        );
+        assert_eq!(gcs_endpoint(None, Some("")), None);
+        assert_eq!(hf_endpoint(None, None), "https://huggingface.co");
+        assert_eq!(
+            hf_endpoint(Some("http://x"), Some("http://127.0.0.1:8/")),
+            "http://127.0.0.1:8"
+        );
+    }
+
+    #[test]
+    fn line_of_nested_keys() {
+        let t = "version: 1\nworkloads:\n  tmax:\n    replay:\n      gpus: 8\n  deepswe:\n    replay:\n      gpus: 8\n";
+        assert_eq!(line_of(t, &["workloads", "deepswe", "replay"]), Some(7));
+        assert_eq!(line_of(t, &["workloads", "tmax", "replay", "gpus"]), Some(5));
+        assert_eq!(line_of(t, &["version"]), Some(1));
+    }
+}

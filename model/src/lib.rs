@@ -1,0 +1,16 @@
+//! Shared model of the toolkit: the study's domain types, the `pipeline.yaml` contract,
+//! the archive manifest and the run directory's layout. No I/O beyond reading config files.
+
+pub mod config;
+pub mod domain;
+pub mod error;
+pub mod manifest;
+pub mod run_dir;
+
+pub use config::{LoadedConfig, PipelineConfig, load_config};
+pub use domain::*;
+pub use error::ConfigError;
+pub use manifest::ArchiveSpec;
+
+/// Version of this toolkit, recorded in every output's provenance.
+pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,1 @@
+//! End-to-end tests across stages live in tests/e2e/.
