@@ -407,8 +407,11 @@ fn parse_config(path: &Path, text: &str) -> Result<PipelineConfig, ConfigError> 
         if let Some(i) = message.find(" at line ") {
             message.truncate(i);
         }
-        // and may prefix the path it knows; keep the message itself.
-        if let Some(rest) = message.strip_prefix(&format!("{field}: ")) {
+        // and may prefix the (partial) path it knows; keep the message itself.
+        if let Some((prefix, rest)) = message.split_once(": ")
+            && !prefix.contains(' ')
+            && field.starts_with(prefix)
+        {
             message = rest.to_string();
         }
         ConfigError::Invalid {

@@ -1,0 +1,145 @@
+//! Command-line interface of `pipeline`: parsing, dispatch and error rendering.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit code: success.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: a stage ran and found a failure (verification, cohort mismatch, validation).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit code: bad usage or a refused configuration.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Reruns the provenance chain of the agent-workload study: pinned archives -> audited
+/// Parquet frames -> schedule replay and search.
+#[derive(Debug, Parser)]
+#[command(name = "pipeline", version, about, long_about = None)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Write the deterministic demo corpus (archives, raw shards, manifest, pipeline.yaml,
+    /// expected.json).
+    Demo {
+        /// Output directory.
+        #[arg(long)]
+        out: PathBuf,
+        /// small (a few dozen attempts), full (the study's cohort) or x10.
+        #[arg(long, default_value = "full", value_parser = ["small", "full", "x10"])]
+        scale: String,
+        /// Seed of the generator.
+        #[arg(long, default_value_t = demo::DEFAULT_SEED)]
+        seed: u64,
+    },
+    /// Validate a pipeline.yaml and its manifest, and print a summary.
+    Check {
+        /// The pipeline.yaml.
+        config: PathBuf,
+    },
+    /// Write the JSON schemas (pipeline.yaml and every frame) into a directory.
+    Schemas {
+        /// Output directory.
+        #[arg(long, default_value = "schemas")]
+        out: PathBuf,
+    },
+}
+
+/// A failure with the exit code it maps to.
+#[derive(Debug)]
+pub struct Failure {
+    /// Exit code.
+    pub code: u8,
+    /// The error chain.
+    pub error: anyhow::Error,
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        let error = e.into();
+        let code = if error.downcast_ref::<model::ConfigError>().is_some() {
+            EXIT_USAGE
+        } else {
+            EXIT_FAILURE
+        };
+        Failure { code, error }
+    }
+}
+
+/// Run a parsed command.
+pub fn run(cli: Cli) -> Result<(), Failure> {
+    match cli.command {
+        Command::Demo { out, scale, seed } => {
+            let scale = demo::Scale::parse(&scale).context("scale")?;
+            let s = demo::generate(&out, scale, seed)
+                .with_context(|| format!("writing the demo corpus to {}", out.display()))?;
+            println!(
+                "wrote {} archives ({} bytes) to {}",
+                s.archives.len(),
+                s.archives.iter().map(|a| a.bytes).sum::<u64>(),
+                out.display()
+            );
+            for (w, e) in &s.expected {
+                println!(
+                    "  {w}: {} audited, {} included, {} pilot, {} start files",
+                    e.audited, e.included, e.pilot, e.start_files
+                );
+            }
+            println!("run it: pipeline run {}", out.join("pipeline.yaml").display());
+            Ok(())
+        }
+        Command::Check { config } => {
+            let c = model::load_config(&config)?;
+            println!(
+                "{}: ok ({} archives, workloads {})",
+                config.display(),
+                c.archives.len(),
+                c.config
+                    .workloads
+                    .iter()
+                    .map(|(w, _)| w.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            Ok(())
+        }
+        Command::Schemas { out } => {
+            for (name, text) in crate::schemas::all_schemas() {
+                let p = out.join(name);
+                frames::atomic_write(&p, text.as_bytes())?;
+                println!("wrote {}", p.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Render a failure as `error: ...` with `Caused by:` lines and map it to an exit code.
+pub fn exit_code(r: Result<(), Failure>) -> ExitCode {
+    match r {
+        Ok(()) => ExitCode::from(EXIT_OK),
+        Err(f) => {
+            eprintln!("{}", render_error(&f.error));
+            ExitCode::from(f.code)
+        }
+    }
+}
+
+/// `error: top` then `Caused by:` and one indented line per cause.
+pub fn render_error(e: &anyhow::Error) -> String {
+    let mut s = format!("error: {e}");
+    let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
+    if !causes.is_empty() {
+        s.push_str("\n\nCaused by:");
+        for c in causes {
+            s.push_str(&format!("\n    {c}"));
+        }
+    }
+    s
+}
