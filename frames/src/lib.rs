@@ -184,6 +184,86 @@ pub fn read_metadata(path: &Path) -> Result<Vec<(String, String)>, FrameError> {
         .unwrap_or_default())
 }
 
+/// Builds a frame column by column with the project's column types (ids as strings,
+/// seconds as f64, times as UTC datetimes in nanoseconds, seq lists as `list[u64]`).
+#[derive(Debug, Default)]
+pub struct FrameBuilder {
+    height: usize,
+    columns: Vec<Column>,
+}
+
+impl FrameBuilder {
+    /// A builder for `height` rows.
+    pub fn new(height: usize) -> Self {
+        FrameBuilder {
+            height,
+            columns: Vec::new(),
+        }
+    }
+    fn push(mut self, s: Series) -> Self {
+        assert_eq!(s.len(), self.height, "column {} has the wrong length", s.name());
+        self.columns.push(s.into_column());
+        self
+    }
+    /// A non-null string column.
+    pub fn str(self, name: &str, v: Vec<String>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A nullable string column.
+    pub fn opt_str(self, name: &str, v: Vec<Option<String>>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A non-null f64 column.
+    pub fn f64(self, name: &str, v: Vec<f64>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A nullable f64 column.
+    pub fn opt_f64(self, name: &str, v: Vec<Option<f64>>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A non-null u64 column.
+    pub fn u64(self, name: &str, v: Vec<u64>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A nullable i64 column.
+    pub fn opt_i64(self, name: &str, v: Vec<Option<i64>>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A non-null u32 column.
+    pub fn u32(self, name: &str, v: Vec<u32>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A non-null bool column.
+    pub fn bool(self, name: &str, v: Vec<bool>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A nullable bool column.
+    pub fn opt_bool(self, name: &str, v: Vec<Option<bool>>) -> Self {
+        self.push(Series::new(name.into(), v))
+    }
+    /// A nullable UTC datetime column from epoch nanoseconds.
+    pub fn datetime_ns(self, name: &str, v: Vec<Option<i64>>) -> Self {
+        let s = Int64Chunked::new(name.into(), v)
+            .into_datetime(TimeUnit::Nanoseconds, Some(TimeZone::UTC))
+            .into_series();
+        self.push(s)
+    }
+    /// A `list[u64]` column.
+    pub fn list_u64(self, name: &str, v: Vec<Vec<u64>>) -> Self {
+        let inner: Vec<Series> = v.into_iter().map(|x| Series::new("".into(), x)).collect();
+        let s = if inner.is_empty() {
+            Series::new_empty(name.into(), &DataType::List(Box::new(DataType::UInt64)))
+        } else {
+            Series::new(name.into(), inner)
+        };
+        self.push(s)
+    }
+    /// The frame.
+    pub fn finish(self) -> DataFrame {
+        DataFrame::new(self.height, self.columns).expect("columns have the builder's height")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

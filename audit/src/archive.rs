@@ -1,0 +1,424 @@
+//! Streaming, bounded, hash-checked reading of one original archive: compression by magic
+//! bytes, tar members with PAX fractional mtimes, and the SPEC 5 refusals.
+
+use crate::error::AuditError;
+use sha2::{Digest, Sha256};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+/// Compression of an original archive, detected from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArchiveCompression {
+    /// gzip, magic `1f 8b`.
+    Gzip,
+    /// Zstandard, magic `28 b5 2f fd`.
+    Zstd,
+}
+
+impl ArchiveCompression {
+    /// Detect from the leading bytes.
+    pub fn detect(head: &[u8]) -> Option<Self> {
+        if head.starts_with(&[0x1f, 0x8b]) {
+            Some(ArchiveCompression::Gzip)
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Some(ArchiveCompression::Zstd)
+        } else {
+            None
+        }
+    }
+}
+
+/// Bounds on what one archive may expand to.
+#[derive(Debug, Clone, Copy)]
+pub struct ArchiveLimits {
+    /// Most uncompressed bytes.
+    pub max_uncompressed_bytes: u64,
+    /// Most tar members.
+    pub max_members: u64,
+}
+
+/// A member's modification time: the PAX `mtime` record when present, else the ustar field.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemberTime {
+    /// Epoch seconds, the nearest f64 to the recorded decimal.
+    pub seconds: f64,
+    /// Epoch nanoseconds, truncated (for datetime columns).
+    pub nanos: i64,
+}
+
+/// What kind of member this is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemberKind {
+    /// A regular file.
+    File,
+    /// A directory.
+    Directory,
+    /// A symbolic or hard link to `target` (as written in the archive).
+    Link {
+        /// Link target.
+        target: String,
+        /// Hard link (target relative to the archive root) rather than symbolic.
+        hard: bool,
+    },
+}
+
+/// One tar member as the visitor sees it.
+#[derive(Debug, Clone)]
+pub struct Member {
+    /// Normalized relative path (no leading `./`, no empty segments).
+    pub path: String,
+    /// Kind.
+    pub kind: MemberKind,
+    /// Its time, or the reason the PAX record could not be read.
+    pub mtime: Result<MemberTime, String>,
+    /// Declared size in bytes.
+    pub size: u64,
+}
+
+/// Totals of one scan.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanStats {
+    /// Compressed bytes read (the archive's size).
+    pub compressed_bytes: u64,
+    /// Uncompressed bytes read.
+    pub uncompressed_bytes: u64,
+    /// Members seen.
+    pub members: u64,
+}
+
+struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+const LIMIT_MESSAGE: &str = "uncompressed size limit exceeded";
+
+struct CountingReader<R> {
+    inner: R,
+    bytes: u64,
+    limit: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        if self.bytes > self.limit {
+            return Err(io::Error::other(LIMIT_MESSAGE));
+        }
+        Ok(n)
+    }
+}
+
+/// Parse a decimal epoch time (`1756684800.123456789`, optionally negative) exactly.
+pub fn parse_epoch_decimal(s: &str) -> Option<MemberTime> {
+    let s = s.trim();
+    let (neg, body) = match s.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, s),
+    };
+    let (int, frac) = body.split_once('.').unwrap_or((body, ""));
+    if int.is_empty()
+        || int.len() > 12
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+        || frac.len() > 64
+    {
+        return None;
+    }
+    let seconds: f64 = s.parse().ok()?;
+    let whole: i64 = int.parse().ok()?;
+    let mut f9 = frac.chars().take(9).collect::<String>();
+    while f9.len() < 9 {
+        f9.push('0');
+    }
+    let nanos_frac: i64 = f9.parse().ok()?;
+    let nanos = whole.checked_mul(1_000_000_000)?.checked_add(nanos_frac)?;
+    Some(MemberTime {
+        seconds,
+        nanos: if neg { -nanos } else { nanos },
+    })
+}
+
+/// Normalize a member path; refuse absolute paths and `..`.
+pub fn normalize_member_path(raw: &str) -> Result<String, String> {
+    if raw.starts_with('/') {
+        return Err("absolute path".into());
+    }
+    let mut parts = Vec::new();
+    for p in raw.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => return Err("path contains `..`".into()),
+            p => parts.push(p),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Resolve a link target against the directory it lives in; `None` if it leaves the root.
+pub fn resolve_link(dir: &str, target: &str) -> Option<String> {
+    if target.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
+    for p in target.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(parts.join("/"))
+}
+
+/// Stream every member of a stored archive through `visit`, checking its SHA256 and byte
+/// count against the verified values as the bytes are read.
+pub fn scan_archive(
+    path: &Path,
+    archive_id: &str,
+    expected_sha256: &str,
+    expected_bytes: u64,
+    limits: ArchiveLimits,
+    mut visit: impl FnMut(&Member, &mut dyn Read) -> Result<(), AuditError>,
+) -> Result<ScanStats, AuditError> {
+    let archive_err = |member: Option<&str>, detail: String| AuditError::Archive {
+        archive_id: archive_id.to_string(),
+        member: member.map(str::to_string),
+        detail,
+    };
+    let file = File::open(path).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut raw = BufReader::with_capacity(
+        256 * 1024,
+        HashingReader {
+            inner: file,
+            hasher: Sha256::new(),
+            bytes: 0,
+        },
+    );
+    let head = raw.fill_buf().map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let compression = ArchiveCompression::detect(head).ok_or_else(|| {
+        archive_err(
+            None,
+            format!(
+                "not a gzip or zstd stream (first bytes {})",
+                hex::encode(&head[..head.len().min(4)])
+            ),
+        )
+    })?;
+    let decoder: Box<dyn Read + '_> = match compression {
+        ArchiveCompression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(&mut raw)),
+        ArchiveCompression::Zstd => Box::new(
+            zstd::stream::read::Decoder::with_buffer(&mut raw)
+                .map_err(|e| archive_err(None, format!("corrupt zstd stream: {e}")))?,
+        ),
+    };
+    let counting = CountingReader {
+        inner: decoder,
+        bytes: 0,
+        limit: limits.max_uncompressed_bytes,
+    };
+    let mut tar = tar::Archive::new(counting);
+    let mut stats = ScanStats::default();
+    let mut last_member: Option<String> = None;
+    let stream_err = |last: &Option<String>, e: io::Error| {
+        let msg = e.to_string();
+        if msg.contains(LIMIT_MESSAGE) {
+            archive_err(
+                last.as_deref(),
+                format!(
+                    "expands past the limit of {} uncompressed bytes (hint: raise audit.max_uncompressed_bytes)",
+                    limits.max_uncompressed_bytes
+                ),
+            )
+        } else {
+            archive_err(
+                last.as_deref(),
+                format!(
+                    "corrupt or truncated {} stream after this member: {msg}",
+                    match compression {
+                        ArchiveCompression::Gzip => "gzip/tar",
+                        ArchiveCompression::Zstd => "zstd/tar",
+                    }
+                ),
+            )
+        }
+    };
+    {
+        let entries = tar.entries().map_err(|e| stream_err(&last_member, e))?;
+        for entry in entries {
+            let mut entry = entry.map_err(|e| stream_err(&last_member, e))?;
+            stats.members += 1;
+            if stats.members > limits.max_members {
+                return Err(archive_err(
+                    last_member.as_deref(),
+                    format!(
+                        "holds more than {} members (hint: raise audit.max_members)",
+                        limits.max_members
+                    ),
+                ));
+            }
+            let raw_path = entry.path_bytes().into_owned();
+            let raw_path = String::from_utf8(raw_path).map_err(|e| {
+                archive_err(
+                    None,
+                    format!(
+                        "member name is not UTF-8: {:?}",
+                        String::from_utf8_lossy(e.as_bytes())
+                    ),
+                )
+            })?;
+            let path = normalize_member_path(&raw_path)
+                .map_err(|why| archive_err(Some(&raw_path), format!("refused member: {why}")))?;
+            let etype = entry.header().entry_type();
+            let kind = match etype {
+                tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => {
+                    MemberKind::File
+                }
+                tar::EntryType::Directory => MemberKind::Directory,
+                tar::EntryType::Symlink | tar::EntryType::Link => {
+                    let target = entry
+                        .link_name_bytes()
+                        .map(|b| String::from_utf8_lossy(&b).into_owned())
+                        .unwrap_or_default();
+                    MemberKind::Link {
+                        target,
+                        hard: etype == tar::EntryType::Link,
+                    }
+                }
+                tar::EntryType::XGlobalHeader => continue,
+                other => {
+                    return Err(archive_err(
+                        Some(&path),
+                        format!("refused member: unsupported entry type {other:?}"),
+                    ));
+                }
+            };
+            let mut mtime = None;
+            if let Ok(Some(exts)) = entry.pax_extensions() {
+                for ext in exts {
+                    let ext = match ext {
+                        Ok(x) => x,
+                        Err(e) => {
+                            mtime = Some(Err(format!("unreadable PAX record: {e}")));
+                            break;
+                        }
+                    };
+                    if ext.key_bytes() == b"mtime" {
+                        let v = String::from_utf8_lossy(ext.value_bytes()).into_owned();
+                        mtime = Some(
+                            parse_epoch_decimal(&v)
+                                .ok_or_else(|| format!("PAX mtime `{v}` is not a decimal time")),
+                        );
+                    }
+                }
+            }
+            let mtime = mtime.unwrap_or_else(|| {
+                entry
+                    .header()
+                    .mtime()
+                    .map_err(|e| format!("unreadable ustar mtime: {e}"))
+                    .and_then(|s| {
+                        i64::try_from(s)
+                            .ok()
+                            .and_then(|s| s.checked_mul(1_000_000_000))
+                            .map(|nanos| MemberTime {
+                                seconds: s as f64,
+                                nanos,
+                            })
+                            .ok_or_else(|| format!("ustar mtime {s} out of range"))
+                    })
+            });
+            let size = entry.header().size().unwrap_or(0);
+            let member = Member {
+                path,
+                kind,
+                mtime,
+                size,
+            };
+            visit(&member, &mut entry)?;
+            // Drain what the visitor left so stream errors surface on this member.
+            io::copy(&mut entry, &mut io::sink()).map_err(|e| stream_err(&Some(member.path.clone()), e))?;
+            last_member = Some(member.path);
+        }
+    }
+    let counting = tar.into_inner();
+    stats.uncompressed_bytes = counting.bytes;
+    drop(counting);
+    // Hash the rest of the file (padding after the end-of-archive blocks).
+    io::copy(&mut raw, &mut io::sink()).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let hr = raw.into_inner();
+    stats.compressed_bytes = hr.bytes;
+    let actual = hex::encode(hr.hasher.finalize());
+    if actual != expected_sha256 || hr.bytes != expected_bytes {
+        return Err(AuditError::StoreMismatch {
+            archive_id: archive_id.to_string(),
+            path: path.to_path_buf(),
+            expected: format!("{expected_sha256} ({expected_bytes} bytes)"),
+            actual: format!("{actual} ({} bytes)", hr.bytes),
+        });
+    }
+    Ok(stats)
+}
+
+/// Read a member's bytes, refusing more than `cap`.
+pub fn read_capped(r: &mut dyn Read, cap: u64) -> Result<Vec<u8>, String> {
+    let mut buf = Vec::new();
+    r.take(cap + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| format!("unreadable: {e}"))?;
+    if buf.len() as u64 > cap {
+        return Err(format!("larger than {cap} bytes"));
+    }
+    Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimal_times_parse_exactly() {
+        let t = parse_epoch_decimal("1756684800.123456789").unwrap();
+        assert_eq!(t.nanos, 1_756_684_800_123_456_789);
+        assert_eq!(t.seconds, 1756684800.123456789f64);
+        assert_eq!(parse_epoch_decimal("12").unwrap().nanos, 12_000_000_000);
+        assert_eq!(parse_epoch_decimal("1.5").unwrap().seconds, 1.5);
+        assert!(parse_epoch_decimal("1e9").is_none());
+        assert!(parse_epoch_decimal("abc").is_none());
+        assert!(parse_epoch_decimal("").is_none());
+        assert!(parse_epoch_decimal("99999999999999999999").is_none());
+    }
+
+    #[test]
+    fn paths_and_links() {
+        assert_eq!(normalize_member_path("./a//b/./c").unwrap(), "a/b/c");
+        assert!(normalize_member_path("/etc/passwd").is_err());
+        assert!(normalize_member_path("a/../../b").is_err());
+        assert_eq!(resolve_link("a/b", "../c").as_deref(), Some("a/c"));
+        assert_eq!(resolve_link("a", "../../c"), None);
+        assert_eq!(resolve_link("a", "/etc"), None);
+    }
+}

@@ -1,0 +1,206 @@
+//! The cohort audit: exclusion rules per workload, the pilot superseded by the census,
+//! duplicates, and the comparison against the expected counts of `pipeline.yaml`.
+
+use crate::attempt::AuditedAttempt;
+use model::config::Expectations;
+use model::{ClipReason, ExclusionReason, RunKind, WorkloadId};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Apply the cohort rules to every attempt (all workloads), setting `exclusion` and `flag`.
+///
+/// Precedence: `superseded_by_census` > `duplicate_attempt` > `missing_file` /
+/// `malformed_record` > the workload's own rule.
+pub fn apply_cohort_rules(attempts: &mut [AuditedAttempt]) {
+    // Duplicates: the same (workload, attempt id) twice among non-pilot attempts. Every copy
+    // is excluded: nothing tells which one is genuine.
+    let mut seen: BTreeMap<(WorkloadId, String), Vec<usize>> = BTreeMap::new();
+    for (i, a) in attempts.iter().enumerate() {
+        if a.run != Some(RunKind::Pilot) {
+            seen.entry((a.workload, a.attempt_id.clone()))
+                .or_default()
+                .push(i);
+        }
+    }
+    let mut duplicate_of: BTreeMap<usize, String> = BTreeMap::new();
+    for idx in seen.values().filter(|v| v.len() > 1) {
+        let places: Vec<String> = idx
+            .iter()
+            .map(|&i| format!("{}:{}", attempts[i].archive_id, attempts[i].member_prefix))
+            .collect();
+        for &i in idx {
+            duplicate_of.insert(
+                i,
+                format!(
+                    "attempt id `{}` appears {} times: {}",
+                    attempts[i].attempt_id,
+                    idx.len(),
+                    places.join(", ")
+                ),
+            );
+        }
+    }
+    for (i, a) in attempts.iter_mut().enumerate() {
+        let prefix = a.member_prefix.clone();
+        a.flag = None;
+        a.exclusion = if a.run == Some(RunKind::Pilot) {
+            Some((
+                ExclusionReason::SupersededByCensus,
+                "pilot attempt; the census supersedes the pilot".to_string(),
+                prefix,
+            ))
+        } else if let Some(d) = duplicate_of.get(&i) {
+            Some((ExclusionReason::DuplicateAttempt, d.clone(), prefix))
+        } else if let Some(p) = &a.problem {
+            Some(p.clone())
+        } else {
+            workload_rule(a)
+        };
+        if a.exclusion.is_none()
+            && let Some(r) = &a.result
+            && r.termination.as_deref() == Some("llm_query_error")
+        {
+            a.flag = Some("llm_query_error".into());
+        }
+    }
+}
+
+fn workload_rule(a: &AuditedAttempt) -> Option<(ExclusionReason, String, String)> {
+    let r = a.result.as_ref()?;
+    let result_member = a.member_prefix.clone();
+    match a.workload {
+        WorkloadId::Tmax => {
+            if let Some(e) = &r.exception_info {
+                return Some((
+                    ExclusionReason::ExecutionException,
+                    format!("{}: {}", e.kind, e.message),
+                    result_member,
+                ));
+            }
+            if a.gen_end.is_none() {
+                // Not a rule of the study; a trial without completed_utc cannot be replayed.
+                return Some((
+                    ExclusionReason::InfrastructureFailure,
+                    "no completed_utc (generation never completed)".into(),
+                    result_member,
+                ));
+            }
+            None
+        }
+        WorkloadId::Deepswe => match (&r.infra_error, a.gen_end) {
+            (Some(e), _) => Some((
+                ExclusionReason::InfrastructureFailure,
+                format!("infra_error: {e}"),
+                result_member,
+            )),
+            (None, None) => Some((
+                ExclusionReason::InfrastructureFailure,
+                "no completed_utc (generation never completed)".into(),
+                result_member,
+            )),
+            (None, Some(_)) => None,
+        },
+    }
+}
+
+/// Seconds removed and rows per clipping reason.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct ClipSummary {
+    /// Rows.
+    pub rows: u64,
+    /// Seconds removed.
+    pub seconds_removed: f64,
+}
+
+/// The cohort audit of one workload (a section of `audit.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WorkloadAudit {
+    /// Census attempts audited (pilot attempts not counted).
+    pub audited: u64,
+    /// In the cohort.
+    pub included: u64,
+    /// Census exclusions (pilot not counted here).
+    pub excluded: u64,
+    /// Exclusions by reason, the pilot's `superseded_by_census` included.
+    pub excluded_by_reason: BTreeMap<String, u64>,
+    /// Pilot attempts superseded by the census.
+    pub pilot: u64,
+    /// Kept but flagged: attempt id -> why.
+    pub flagged: BTreeMap<String, String>,
+    /// tmax: included trials whose reward is 0 (wrong answers stay in the cohort).
+    pub wrong_answers: u64,
+    /// Clipping rows by reason (all attempts of the workload, pilot and excluded too).
+    pub clipping: BTreeMap<String, ClipSummary>,
+    /// What `pipeline.yaml` expects.
+    pub expected: Option<Expectations>,
+    /// Each difference from the expectation, in words.
+    pub differences: Vec<String>,
+    /// No differences.
+    pub pass: bool,
+}
+
+/// Summarize one workload and compare it with its expectations.
+pub fn summarize(
+    w: WorkloadId,
+    attempts: &[AuditedAttempt],
+    expected: Option<Expectations>,
+) -> WorkloadAudit {
+    let mut s = WorkloadAudit {
+        expected,
+        ..Default::default()
+    };
+    for r in ClipReason::ALL {
+        s.clipping.insert(r.as_str().into(), ClipSummary::default());
+    }
+    for a in attempts.iter().filter(|a| a.workload == w) {
+        for c in &a.requests.records {
+            let e = s.clipping.entry(c.reason.as_str().into()).or_default();
+            e.rows += 1;
+            e.seconds_removed += c.seconds_removed;
+        }
+        if let Some((reason, _, _)) = &a.exclusion {
+            *s.excluded_by_reason
+                .entry(reason.as_str().into())
+                .or_default() += 1;
+        }
+        if a.run == Some(RunKind::Pilot) {
+            s.pilot += 1;
+            continue;
+        }
+        s.audited += 1;
+        match &a.exclusion {
+            None => {
+                s.included += 1;
+                if let Some(f) = &a.flag {
+                    s.flagged.insert(a.attempt_id.clone(), f.clone());
+                }
+                if a.result.as_ref().and_then(|r| r.reward) == Some(0.0) {
+                    s.wrong_answers += 1;
+                }
+            }
+            Some(_) => s.excluded += 1,
+        }
+    }
+    if let Some(e) = expected {
+        if s.audited != e.audited {
+            s.differences.push(format!(
+                "{w}: audited {} attempts, expected {}",
+                s.audited, e.audited
+            ));
+        }
+        if s.included != e.included {
+            s.differences.push(format!(
+                "{w}: included {} attempts, expected {}",
+                s.included, e.included
+            ));
+        }
+        if let Some(p) = e.pilot
+            && s.pilot != p
+        {
+            s.differences
+                .push(format!("{w}: found {} pilot attempts, expected {p}", s.pilot));
+        }
+    }
+    s.pass = s.differences.is_empty();
+    s
+}

@@ -1,0 +1,67 @@
+//! Errors of the audit stage; each names the archive, member, file or expectation at fault.
+
+use std::path::PathBuf;
+
+/// Why the audit refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// A filesystem failure.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An archive is not in the verified store.
+    #[error("archive `{archive_id}` is not in the verified store ({}); run `ingest` first", path.display())]
+    NotInStore {
+        /// Archive id.
+        archive_id: String,
+        /// Where it should be.
+        path: PathBuf,
+    },
+    /// The stored bytes no longer match the verified SHA256.
+    #[error("archive `{archive_id}`: stored file {} does not match its verified hash: expected {expected}, read {actual}; rerun `ingest`", path.display())]
+    StoreMismatch {
+        /// Archive id.
+        archive_id: String,
+        /// Stored path.
+        path: PathBuf,
+        /// Expected hash and size.
+        expected: String,
+        /// Actual hash and size.
+        actual: String,
+    },
+    /// A refused or unreadable archive (SPEC 5).
+    #[error("archive `{archive_id}`{}: {detail}", member.as_ref().map(|m| format!(", member `{m}`")).unwrap_or_default())]
+    Archive {
+        /// Archive id.
+        archive_id: String,
+        /// The member concerned (or the last good one), if any.
+        member: Option<String>,
+        /// What is wrong.
+        detail: String,
+    },
+    /// Writing a frame failed.
+    #[error(transparent)]
+    Frame(#[from] frames::FrameError),
+    /// The cohort audit differs from `pipeline.yaml`'s expectations (frames were written).
+    #[error("cohort audit does not match pipeline.yaml: {}", differences.join("; "))]
+    Expectations {
+        /// Each difference.
+        differences: Vec<String>,
+    },
+    /// `audit extract` could not find or place an attempt.
+    #[error("{0}")]
+    Extract(String),
+    /// A reading frame could not be used.
+    #[error("{}: {detail}", path.display())]
+    FrameContent {
+        /// The frame file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+}

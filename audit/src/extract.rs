@@ -1,0 +1,173 @@
+//! `audit extract`: materialize one attempt's files from its verified archive, with their
+//! original mtimes, so a clipped or excluded attempt can be inspected with ordinary tools.
+
+use crate::archive::{ArchiveLimits, MemberKind, scan_archive};
+use crate::error::AuditError;
+use model::LoadedConfig;
+use model::run_dir::RunDir;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// What was extracted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extracted {
+    /// Archive the attempt came from.
+    pub archive_id: String,
+    /// The attempt directory inside the archive.
+    pub member_prefix: String,
+    /// Files written (relative to the target directory).
+    pub files: Vec<String>,
+    /// Links inside the attempt that were not materialized.
+    pub skipped_links: Vec<String>,
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AuditError + '_ {
+    move |source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Find an attempt in `attempts.parquet`: (archive id, member prefix).
+pub fn locate_attempt(
+    cfg: &LoadedConfig,
+    attempt_id: &str,
+    workload: Option<&str>,
+) -> Result<(String, String), AuditError> {
+
+    let p = RunDir::new(&cfg.run_dir).file("attempts.parquet");
+    let df = frames::read_frame(&p, "attempts", model::run_dir::FRAME_SCHEMA_VERSION)?;
+    let col = |n: &str| -> Result<Vec<Option<String>>, AuditError> {
+        let c = df.column(n).map_err(|e| AuditError::FrameContent {
+            path: p.clone(),
+            detail: e.to_string(),
+        })?;
+        let ca = c.str().map_err(|e| AuditError::FrameContent {
+            path: p.clone(),
+            detail: e.to_string(),
+        })?;
+        Ok(ca.iter().map(|x| x.map(str::to_string)).collect())
+    };
+    let ids = col("attempt_id")?;
+    let wls = col("workload")?;
+    let arcs = col("archive_id")?;
+    let pre = col("member_prefix")?;
+    let hits: Vec<usize> = (0..ids.len())
+        .filter(|&i| ids[i].as_deref() == Some(attempt_id))
+        .filter(|&i| workload.is_none_or(|w| wls[i].as_deref() == Some(w)))
+        .collect();
+    match hits.as_slice() {
+        [i] => Ok((
+            arcs[*i].clone().unwrap_or_default(),
+            pre[*i].clone().unwrap_or_default(),
+        )),
+        [] => Err(AuditError::Extract(format!(
+            "attempt `{attempt_id}` is not in {}",
+            p.display()
+        ))),
+        many => Err(AuditError::Extract(format!(
+            "attempt `{attempt_id}` appears {} times ({}); name the workload with --workload",
+            many.len(),
+            many.iter()
+                .map(|&i| format!("{}:{}", arcs[i].clone().unwrap_or_default(), pre[i].clone().unwrap_or_default()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Extract the attempt at `member_prefix` of `archive_id` into `to` (paths as in the
+/// archive). Files are written below a temporary directory and moved into place only after
+/// the archive's hash has been checked; existing files are never overwritten.
+pub fn extract_attempt(
+    cfg: &LoadedConfig,
+    archive_id: &str,
+    member_prefix: &str,
+    to: &Path,
+) -> Result<Extracted, AuditError> {
+    let spec = cfg
+        .archives
+        .iter()
+        .find(|a| a.archive_id == archive_id)
+        .ok_or_else(|| AuditError::Extract(format!("archive `{archive_id}` is not in the manifest")))?;
+    let stored = RunDir::new(&cfg.run_dir).stored_archive(&spec.sha256);
+    if !stored.is_file() {
+        return Err(AuditError::NotInStore {
+            archive_id: archive_id.into(),
+            path: stored,
+        });
+    }
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    let tmp = to.join(format!(".agentrace-extract-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    let mut out = Extracted {
+        archive_id: archive_id.into(),
+        member_prefix: member_prefix.into(),
+        files: Vec::new(),
+        skipped_links: Vec::new(),
+    };
+    let mut mtimes: Vec<(PathBuf, filetime::FileTime)> = Vec::new();
+    let limits = ArchiveLimits {
+        max_uncompressed_bytes: cfg.config.audit.max_uncompressed_bytes,
+        max_members: cfg.config.audit.max_members,
+    };
+    let r = scan_archive(&stored, archive_id, &spec.sha256, spec.bytes, limits, |m, data: &mut dyn Read| {
+        if !m.path.starts_with(member_prefix) && format!("{}/", m.path) != member_prefix {
+            return Ok(());
+        }
+        let dest = tmp.join(&m.path);
+        match &m.kind {
+            MemberKind::Directory => {
+                std::fs::create_dir_all(&dest).map_err(io(&dest))?;
+            }
+            MemberKind::Link { .. } => out.skipped_links.push(m.path.clone()),
+            MemberKind::File => {
+                if let Some(parent) = dest.parent() {
+                    std::fs::create_dir_all(parent).map_err(io(parent))?;
+                }
+                let mut f = std::fs::File::create(&dest).map_err(io(&dest))?;
+                std::io::copy(data, &mut f).map_err(io(&dest))?;
+                if let Ok(t) = &m.mtime {
+                    let secs = t.nanos.div_euclid(1_000_000_000);
+                    let ns = t.nanos.rem_euclid(1_000_000_000) as u32;
+                    mtimes.push((dest.clone(), filetime::FileTime::from_unix_time(secs, ns)));
+                }
+                out.files.push(m.path.clone());
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = r {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
+    if out.files.is_empty() {
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(AuditError::Extract(format!(
+            "archive `{archive_id}` holds no files under `{member_prefix}`"
+        )));
+    }
+    // Move into place without overwriting anything.
+    for f in &out.files {
+        let target = to.join(f);
+        if target.exists() {
+            let _ = std::fs::remove_dir_all(&tmp);
+            return Err(AuditError::Extract(format!(
+                "{} already exists; refusing to overwrite (extract into an empty directory)",
+                target.display()
+            )));
+        }
+    }
+    for (p, t) in &mtimes {
+        filetime::set_file_mtime(p, *t).map_err(io(p))?;
+    }
+    for f in &out.files {
+        let (src, target) = (tmp.join(f), to.join(f));
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::rename(&src, &target).map_err(io(&target))?;
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    Ok(out)
+}

@@ -1,0 +1,235 @@
+//! The audit's frames (`attempts`, `requests`, `clipping`, `exclusions`, `blobs`,
+//! `attempt_blobs`) and `audit.json`, written atomically with schema metadata.
+
+use crate::attempt::AuditedAttempt;
+use crate::cohort::WorkloadAudit;
+use crate::error::AuditError;
+use frames::{FrameBuilder, FrameMeta, write_frame};
+use model::run_dir::{FRAME_SCHEMA_VERSION, JSON_FORMAT_VERSION, RunDir};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Metadata key listing the source archives (`id=sha256` joined by `,`).
+pub const KEY_SOURCE_ARCHIVES: &str = "agentrace.source_archives";
+
+/// The frames the audit writes, in order.
+pub const AUDIT_FRAMES: [&str; 6] = [
+    "attempts",
+    "requests",
+    "clipping",
+    "exclusions",
+    "blobs",
+    "attempt_blobs",
+];
+
+/// `audit.json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AuditDocument {
+    /// Format version.
+    pub format_version: u32,
+    /// Every workload's cohort audit.
+    pub workloads: BTreeMap<String, WorkloadAudit>,
+    /// Source archives: id -> SHA256.
+    pub archives: BTreeMap<String, String>,
+    /// Blobs whose digest was listed with different sizes: digest -> sizes seen.
+    pub blob_size_conflicts: BTreeMap<String, Vec<u64>>,
+    /// All workloads match their expectations.
+    pub pass: bool,
+}
+
+fn meta(frame: &str, sources: &str) -> FrameMeta {
+    FrameMeta::new(frame, FRAME_SCHEMA_VERSION).with(KEY_SOURCE_ARCHIVES, sources)
+}
+
+/// Write every audit frame; `attempts` must already be in output order.
+pub fn write_frames(
+    run: &RunDir,
+    attempts: &[AuditedAttempt],
+    sources: &str,
+) -> Result<(Vec<PathBuf>, BTreeMap<String, Vec<u64>>), AuditError> {
+    let mut written = Vec::new();
+    let mut put = |name: &str, df: &mut polars::prelude::DataFrame| -> Result<(), AuditError> {
+        let p = run.file(&format!("{name}.parquet"));
+        write_frame(&p, df, &meta(name, sources))?;
+        written.push(p);
+        Ok(())
+    };
+    let n = attempts.len();
+    let s = |f: &dyn Fn(&AuditedAttempt) -> String| attempts.iter().map(f).collect::<Vec<_>>();
+    let os =
+        |f: &dyn Fn(&AuditedAttempt) -> Option<String>| attempts.iter().map(f).collect::<Vec<_>>();
+    let of = |f: &dyn Fn(&AuditedAttempt) -> Option<f64>| attempts.iter().map(f).collect::<Vec<_>>();
+    let result_str = |f: fn(&model::ResultRecord) -> Option<String>| {
+        attempts
+            .iter()
+            .map(|a| a.result.as_ref().and_then(f))
+            .collect::<Vec<_>>()
+    };
+    let mut df = FrameBuilder::new(n)
+        .str("workload", s(&|a| a.workload.as_str().into()))
+        .opt_str("task_id", os(&|a| a.task_id.clone()))
+        .str("attempt_id", s(&|a| a.attempt_id.clone()))
+        .opt_str("run", os(&|a| a.run.map(|r| r.as_str().into())))
+        .str("archive_id", s(&|a| a.archive_id.clone()))
+        .str("archive_sha256", s(&|a| a.archive_sha256.clone()))
+        .str("member_prefix", s(&|a| a.member_prefix.clone()))
+        .opt_f64("gen_start", of(&|a| a.gen_start.map(|t| t.seconds)))
+        .opt_f64("gen_end", of(&|a| a.gen_end.map(|t| t.seconds)))
+        .datetime_ns(
+            "gen_start_utc",
+            attempts.iter().map(|a| a.gen_start.map(|t| t.nanos)).collect(),
+        )
+        .datetime_ns(
+            "gen_end_utc",
+            attempts.iter().map(|a| a.gen_end.map(|t| t.nanos)).collect(),
+        )
+        .opt_f64("duration_s", of(&|a| a.duration()))
+        .u32("n_requests", attempts.iter().map(|a| a.n_requests).collect())
+        .u32(
+            "n_intervals",
+            attempts
+                .iter()
+                .map(|a| a.requests.intervals.len() as u32)
+                .collect(),
+        )
+        .f64(
+            "request_s",
+            attempts.iter().map(|a| a.requests.union_seconds()).collect(),
+        )
+        .opt_f64("quota_cores", of(&|a| a.quota.map(|q| q.cores)))
+        .opt_f64("quota_gib", of(&|a| a.quota.map(|q| q.mem_gib)))
+        .u32("n_blobs", attempts.iter().map(|a| a.blobs.len() as u32).collect())
+        .opt_str("completed_utc", result_str(|r| r.completed_utc.clone()))
+        .opt_str("termination", result_str(|r| r.termination.clone()))
+        .opt_str("infra_error", result_str(|r| r.infra_error.clone()))
+        .opt_str(
+            "exception_type",
+            result_str(|r| r.exception_info.as_ref().map(|e| e.kind.clone())),
+        )
+        .opt_str(
+            "exception_message",
+            result_str(|r| r.exception_info.as_ref().map(|e| e.message.clone())),
+        )
+        .opt_f64(
+            "reward",
+            attempts
+                .iter()
+                .map(|a| a.result.as_ref().and_then(|r| r.reward))
+                .collect(),
+        )
+        .bool("included", attempts.iter().map(|a| a.exclusion.is_none()).collect())
+        .opt_str(
+            "exclusion_reason",
+            os(&|a| a.exclusion.as_ref().map(|e| e.0.as_str().into())),
+        )
+        .bool("flagged", attempts.iter().map(|a| a.flag.is_some()).collect())
+        .opt_str("flag_reason", os(&|a| a.flag.clone()))
+        .finish();
+    put("attempts", &mut df)?;
+
+    // requests: merged, clipped intervals as offsets from gen_start.
+    let mut rq = Vec::new();
+    for a in attempts {
+        let Some(gs) = a.gen_start else { continue };
+        for iv in &a.requests.intervals {
+            rq.push((a, iv.seqs.clone(), iv.start - gs.seconds, iv.end - gs.seconds));
+        }
+    }
+    let mut df = FrameBuilder::new(rq.len())
+        .str("workload", rq.iter().map(|r| r.0.workload.as_str().into()).collect())
+        .str("attempt_id", rq.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .list_u64("seqs", rq.iter().map(|r| r.1.clone()).collect())
+        .f64("start_offset_s", rq.iter().map(|r| r.2).collect())
+        .f64("end_offset_s", rq.iter().map(|r| r.3).collect())
+        .str("archive_sha256", rq.iter().map(|r| r.0.archive_sha256.clone()).collect())
+        .str("member_prefix", rq.iter().map(|r| r.0.member_prefix.clone()).collect())
+        .finish();
+    put("requests", &mut df)?;
+
+    // clipping: every change, absolute times.
+    let mut cl = Vec::new();
+    for a in attempts {
+        for c in &a.requests.records {
+            cl.push((a, c));
+        }
+    }
+    let mut df = FrameBuilder::new(cl.len())
+        .str("workload", cl.iter().map(|r| r.0.workload.as_str().into()).collect())
+        .str("attempt_id", cl.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .list_u64("seqs", cl.iter().map(|r| r.1.seqs.clone()).collect())
+        .opt_f64("raw_start", cl.iter().map(|r| r.1.raw.map(|x| x.0)).collect())
+        .opt_f64("raw_end", cl.iter().map(|r| r.1.raw.and_then(|x| x.1)).collect())
+        .opt_f64("kept_start", cl.iter().map(|r| r.1.kept.map(|x| x.0)).collect())
+        .opt_f64("kept_end", cl.iter().map(|r| r.1.kept.map(|x| x.1)).collect())
+        .f64("seconds_removed", cl.iter().map(|r| r.1.seconds_removed).collect())
+        .str("reason", cl.iter().map(|r| r.1.reason.as_str().into()).collect())
+        .bool("included", cl.iter().map(|r| r.0.exclusion.is_none()).collect())
+        .str("archive_sha256", cl.iter().map(|r| r.0.archive_sha256.clone()).collect())
+        .str("member_prefix", cl.iter().map(|r| r.0.member_prefix.clone()).collect())
+        .finish();
+    put("clipping", &mut df)?;
+
+    // exclusions.
+    let ex: Vec<(&AuditedAttempt, &(model::ExclusionReason, String, String))> = attempts
+        .iter()
+        .filter_map(|a| a.exclusion.as_ref().map(|e| (a, e)))
+        .collect();
+    let mut df = FrameBuilder::new(ex.len())
+        .str("workload", ex.iter().map(|r| r.0.workload.as_str().into()).collect())
+        .str("attempt_id", ex.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .opt_str("task_id", ex.iter().map(|r| r.0.task_id.clone()).collect())
+        .opt_str("run", ex.iter().map(|r| r.0.run.map(|x| x.as_str().into())).collect())
+        .str("reason", ex.iter().map(|r| r.1.0.as_str().into()).collect())
+        .str("detail", ex.iter().map(|r| r.1.1.clone()).collect())
+        .str("archive_id", ex.iter().map(|r| r.0.archive_id.clone()).collect())
+        .str("archive_sha256", ex.iter().map(|r| r.0.archive_sha256.clone()).collect())
+        .str("member_path", ex.iter().map(|r| r.1.2.clone()).collect())
+        .finish();
+    put("exclusions", &mut df)?;
+
+    // blobs and attempt_blobs.
+    let mut sizes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut ab = Vec::new();
+    for a in attempts {
+        for b in &a.blobs {
+            let v = sizes.entry(b.digest.clone()).or_default();
+            if !v.contains(&b.compressed_bytes) {
+                v.push(b.compressed_bytes);
+            }
+            ab.push((a, b));
+        }
+    }
+    let conflicts: BTreeMap<String, Vec<u64>> = sizes
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut df = FrameBuilder::new(sizes.len())
+        .str("digest", sizes.keys().cloned().collect())
+        .u64("compressed_bytes", sizes.values().map(|v| v[0]).collect())
+        .f64(
+            "compressed_gib",
+            sizes.values().map(|v| v[0] as f64 / model::GIB).collect(),
+        )
+        .finish();
+    put("blobs", &mut df)?;
+    let mut df = FrameBuilder::new(ab.len())
+        .str("workload", ab.iter().map(|r| r.0.workload.as_str().into()).collect())
+        .str("attempt_id", ab.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .str("digest", ab.iter().map(|r| r.1.digest.clone()).collect())
+        .finish();
+    put("attempt_blobs", &mut df)?;
+    Ok((written, conflicts))
+}
+
+/// Write `audit.json` atomically.
+pub fn write_audit_json(run: &RunDir, doc: &AuditDocument) -> Result<PathBuf, AuditError> {
+    let p = run.file("audit.json");
+    let text = serde_json::to_string_pretty(doc).expect("audit document serializes") + "\n";
+    frames::atomic_write(&p, text.as_bytes())?;
+    Ok(p)
+}
+
+/// The format version `audit.json` carries.
+pub const AUDIT_JSON_VERSION: u32 = JSON_FORMAT_VERSION;
