@@ -1,0 +1,328 @@
+//! Every refusal and every exclusion reason, on hand-made archives: each names the archive,
+//! the member and the detail.
+
+use std::io::Write;
+use std::path::Path;
+
+/// One member of a hand-made archive.
+enum M<'a> {
+    File(&'a str, &'a [u8], &'a str),
+    RawName(&'a [u8], &'a [u8]),
+    Symlink(&'a str, &'a str),
+    Fifo(&'a str),
+}
+
+fn tar_bytes(members: &[M]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for m in members {
+        match m {
+            M::File(path, data, mtime) => {
+                let rec = format!(" mtime={mtime}\n");
+                let mut len = rec.len() + 2;
+                while len.to_string().len() + rec.len() != len {
+                    len = len.to_string().len() + rec.len();
+                }
+                let pax = format!("{len}{rec}");
+                let mut ph = tar::Header::new_ustar();
+                ph.set_path("PaxHeaders/x").unwrap();
+                ph.set_size(pax.len() as u64);
+                ph.set_entry_type(tar::EntryType::XHeader);
+                ph.set_cksum();
+                b.append(&ph, pax.as_bytes()).unwrap();
+                let mut h = tar::Header::new_ustar();
+                h.set_path(path).unwrap();
+                h.set_size(data.len() as u64);
+                h.set_mode(0o644);
+                h.set_mtime(1);
+                h.set_cksum();
+                b.append(&h, *data).unwrap();
+            }
+            M::RawName(name, data) => {
+                let mut h = tar::Header::new_ustar();
+                h.as_old_mut().name[..name.len()].copy_from_slice(name);
+                h.set_size(data.len() as u64);
+                h.set_mode(0o644);
+                h.set_cksum();
+                b.append(&h, *data).unwrap();
+            }
+            M::Symlink(path, target) => {
+                let mut h = tar::Header::new_ustar();
+                h.set_path(path).unwrap();
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.as_old_mut().linkname[..target.len()].copy_from_slice(target.as_bytes());
+                h.set_size(0);
+                h.set_cksum();
+                b.append(&h, &[][..]).unwrap();
+            }
+            M::Fifo(path) => {
+                let mut h = tar::Header::new_ustar();
+                h.set_path(path).unwrap();
+                h.set_entry_type(tar::EntryType::Fifo);
+                h.set_size(0);
+                h.set_cksum();
+                b.append(&h, &[][..]).unwrap();
+            }
+        }
+    }
+    b.into_inner().unwrap()
+}
+
+fn zstd(b: &[u8]) -> Vec<u8> {
+    zstd::encode_all(b, 3).unwrap()
+}
+
+fn gzip(b: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(b).unwrap();
+    e.finish().unwrap()
+}
+
+fn sha(b: &[u8]) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(b))
+}
+
+const IDENT: &str = r#"{"task_id":"t1","attempt_id":"a1","run":"census","quota":{"cores":2.0,"mem_gib":4.0},"image":{"blobs":[{"digest":"sha256:aa","compressed_bytes":1073741824}]}}"#;
+const RESULT: &str = r#"{"completed_utc":"1970-01-01T00:01:40.000000Z","termination":"submitted","infra_error":null}"#;
+
+/// A run directory with these archives (deepswe layout) in the verified store.
+fn setup(dir: &Path, archives: &[(&str, Vec<u8>)], expect: (u64, u64), extra_yaml: &str) -> model::LoadedConfig {
+    let mut rows = String::from("archive_id,workload,sha256,bytes,gcs_bucket,gcs_object,gcs_generation,hf_repo,hf_revision,hf_shard,hf_member,file_path\n");
+    let store = dir.join("run/store/sha256");
+    std::fs::create_dir_all(&store).unwrap();
+    for (id, bytes) in archives {
+        std::fs::write(store.join(sha(bytes)), bytes).unwrap();
+        rows.push_str(&format!("{id},deepswe,{},{},,,,,,,,{id}.bin\n", sha(bytes), bytes.len()));
+    }
+    std::fs::write(dir.join("manifest.csv"), rows).unwrap();
+    let yaml = format!(
+        "version: 1\nrun_dir: run\nsources:\n  manifest: manifest.csv\n  locations: [file]\nworkloads:\n  deepswe:\n    expect: {{ audited: {}, included: {} }}\n    replay: {{ concurrency: 4, cpu_cores: 8, ram_gib: 16, gpus: 8 }}\nsearch:\n  seed: 1\n  order: [deepswe]\n{extra_yaml}",
+        expect.0, expect.1
+    );
+    std::fs::write(dir.join("pipeline.yaml"), yaml).unwrap();
+    model::load_config(&dir.join("pipeline.yaml")).unwrap()
+}
+
+fn good_attempt() -> Vec<M<'static>> {
+    vec![
+        M::File("deepswe/t1/a1/identity.json", IDENT.as_bytes(), "0.5"),
+        M::File("deepswe/t1/a1/requests/00001.start", b"", "10.25"),
+        M::File("deepswe/t1/a1/timers.jsonl", b"{\"seq\":1,\"elapsed_ns\":1500000000}\n", "100"),
+        M::File("deepswe/t1/a1/result.json", RESULT.as_bytes(), "100"),
+    ]
+}
+
+fn audit_err(archive: Vec<u8>, extra_yaml: &str) -> String {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup(d.path(), &[("arc", archive)], (1, 1), extra_yaml);
+    audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string()
+}
+
+#[test]
+fn good_attempt_is_read_exactly() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup(d.path(), &[("arc", zstd(&tar_bytes(&good_attempt())))], (1, 1), "");
+    let r = audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
+    assert_eq!(r.document.workloads["deepswe"].included, 1);
+    let req = frames::read_frame(&d.path().join("run/requests.parquet"), "requests", 1).unwrap();
+    let s = req.column("start_offset_s").unwrap().f64().unwrap().get(0).unwrap();
+    let e = req.column("end_offset_s").unwrap().f64().unwrap().get(0).unwrap();
+    assert_eq!((s, e), (9.75, 11.25));
+    let att = frames::read_frame(&d.path().join("run/attempts.parquet"), "attempts", 1).unwrap();
+    assert_eq!(att.column("duration_s").unwrap().f64().unwrap().get(0), Some(99.5));
+    assert_eq!(att.column("request_s").unwrap().f64().unwrap().get(0), Some(1.5));
+    let blobs = frames::read_frame(&d.path().join("run/blobs.parquet"), "blobs", 1).unwrap();
+    assert_eq!(blobs.column("compressed_gib").unwrap().f64().unwrap().get(0), Some(1.0));
+    let md = frames::read_metadata(&d.path().join("run/attempts.parquet")).unwrap();
+    assert!(md.iter().any(|(k, v)| k == "agentrace.source_archives" && v.starts_with("arc=")));
+}
+
+#[test]
+fn absolute_path_is_refused() {
+    let mut m = good_attempt();
+    m.push(M::RawName(b"/etc/passwd", b"x"));
+    assert_eq!(
+        audit_err(zstd(&tar_bytes(&m)), ""),
+        "archive `arc`, member `/etc/passwd`: refused member: absolute path"
+    );
+}
+
+#[test]
+fn dotdot_is_refused() {
+    let mut m = good_attempt();
+    m.push(M::RawName(b"deepswe/t1/a1/../../../x", b"x"));
+    assert_eq!(
+        audit_err(gzip(&tar_bytes(&m)), ""),
+        "archive `arc`, member `deepswe/t1/a1/../../../x`: refused member: path contains `..`"
+    );
+}
+
+#[test]
+fn link_leaving_attempt_dir_is_refused() {
+    let mut m = good_attempt();
+    m.push(M::Symlink("deepswe/t1/a1/evil", "../../other/secret"));
+    assert_eq!(
+        audit_err(zstd(&tar_bytes(&m)), ""),
+        "archive `arc`, member `deepswe/t1/a1/evil`: refused member: link to `../../other/secret` leaves its attempt directory"
+    );
+    // A link that stays inside is fine.
+    let mut m = good_attempt();
+    m.push(M::Symlink("deepswe/t1/a1/latest.log", "agent.log"));
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup(d.path(), &[("arc", zstd(&tar_bytes(&m)))], (1, 1), "");
+    audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
+}
+
+#[test]
+fn special_files_are_refused() {
+    let mut m = good_attempt();
+    m.push(M::Fifo("deepswe/t1/a1/pipe"));
+    assert_eq!(
+        audit_err(zstd(&tar_bytes(&m)), ""),
+        "archive `arc`, member `deepswe/t1/a1/pipe`: refused member: unsupported entry type Fifo"
+    );
+}
+
+#[test]
+fn limits_are_enforced() {
+    let bytes = zstd(&tar_bytes(&good_attempt()));
+    assert_eq!(
+        audit_err(bytes.clone(), "audit: { max_members: 3, max_uncompressed_bytes: 1000000 }\n"),
+        "archive `arc`, member `deepswe/t1/a1/timers.jsonl`: holds more than 3 members (hint: raise audit.max_members)"
+    );
+    let e = audit_err(bytes, "audit: { max_members: 100, max_uncompressed_bytes: 2000 }\n");
+    assert!(e.starts_with("archive `arc`") && e.ends_with("expands past the limit of 2000 uncompressed bytes (hint: raise audit.max_uncompressed_bytes)"), "{e}");
+}
+
+#[test]
+fn corrupt_and_truncated_streams_name_the_archive() {
+    let good = zstd(&tar_bytes(&good_attempt()));
+    let mut corrupt = good.clone();
+    let mid = corrupt.len() / 2;
+    corrupt[mid] ^= 0xff;
+    corrupt[mid + 1] ^= 0xff;
+    let e = audit_err(corrupt, "");
+    assert!(e.starts_with("archive `arc`") && e.contains("corrupt or truncated zstd/tar stream"), "{e}");
+    let truncated = gzip(&tar_bytes(&good_attempt()))[..200].to_vec();
+    let e = audit_err(truncated, "");
+    assert!(e.starts_with("archive `arc`") && e.contains("corrupt or truncated gzip/tar stream"), "{e}");
+    // An uncompressed tar is not an original archive.
+    let e = audit_err(tar_bytes(&good_attempt()), "");
+    assert!(e.starts_with("archive `arc`: not a gzip or zstd stream (first bytes "), "{e}");
+}
+
+#[test]
+fn store_tampering_is_caught() {
+    let d = tempfile::tempdir().unwrap();
+    let bytes = zstd(&tar_bytes(&good_attempt()));
+    let cfg = setup(d.path(), &[("arc", bytes.clone())], (1, 1), "");
+    let stored = d.path().join("run/store/sha256").join(sha(&bytes));
+    let mut t = bytes.clone();
+    t.extend_from_slice(b"junk");
+    std::fs::write(&stored, t).unwrap();
+    let e = audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string();
+    assert!(e.starts_with("archive `arc`: stored file") && e.contains("does not match its verified hash"), "{e}");
+    std::fs::remove_file(&stored).unwrap();
+    let e = audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string();
+    assert!(e.starts_with("archive `arc` is not in the verified store") && e.ends_with("run `ingest` first"), "{e}");
+}
+
+fn exclusions(members: Vec<M>, archives2: Option<Vec<M>>) -> Vec<(String, String, String)> {
+    let d = tempfile::tempdir().unwrap();
+    let mut arcs = vec![("arc", zstd(&tar_bytes(&members)))];
+    if let Some(m2) = archives2 {
+        arcs.push(("arc2", gzip(&tar_bytes(&m2))));
+    }
+    let cfg = setup(d.path(), &arcs, (99, 99), "");
+    let e = audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string();
+    assert!(e.starts_with("cohort audit does not match pipeline.yaml: deepswe: audited"), "{e}");
+    let ex = frames::read_frame(&d.path().join("run/exclusions.parquet"), "exclusions", 1).unwrap();
+    let col = |n: &str| ex.column(n).unwrap().str().unwrap().iter().map(|x| x.unwrap().to_string()).collect::<Vec<_>>();
+    let (a, r, det) = (col("attempt_id"), col("reason"), col("detail"));
+    (0..a.len()).map(|i| (a[i].clone(), r[i].clone(), det[i].clone())).collect()
+}
+
+#[test]
+fn malformed_missing_and_duplicate_attempts_are_excluded_with_detail() {
+    let bad_ident = r#"{"task_id":"t2","attempt_id":"zz","run":"census","quota":{"cores":1.0,"mem_gib":1.0},"image":{"blobs":[]}}"#;
+    let i4 = IDENT.replace("t1", "t4").replace("a1", "a4");
+    let i5 = IDENT.replace("t1", "t5").replace("a1", "a5");
+    let mut m = good_attempt();
+    m.extend([
+        // ids disagree with the directory
+        M::File("deepswe/t2/a2/identity.json", bad_ident.as_bytes(), "1"),
+        M::File("deepswe/t2/a2/result.json", RESULT.as_bytes(), "100"),
+        // malformed JSON
+        M::File("deepswe/t3/a3/identity.json", b"{not json", "1"),
+        M::File("deepswe/t3/a3/result.json", RESULT.as_bytes(), "100"),
+        // missing result
+        M::File("deepswe/t4/a4/identity.json", i4.as_bytes(), "1"),
+        // bad timer line
+        M::File("deepswe/t5/a5/identity.json", i5.as_bytes(), "1"),
+        M::File("deepswe/t5/a5/result.json", RESULT.as_bytes(), "100"),
+        M::File("deepswe/t5/a5/timers.jsonl", b"{\"seq\":1}\n", "100"),
+    ]);
+    // a1 again in another archive: both copies are duplicates.
+    let ex = exclusions(m, Some(good_attempt()));
+    let find = |id: &str| ex.iter().filter(|e| e.0 == id).cloned().collect::<Vec<_>>();
+    let a1 = find("a1");
+    assert_eq!(a1.len(), 2);
+    assert!(a1.iter().all(|e| e.1 == "duplicate_attempt" && e.2 == "attempt id `a1` appears 2 times: arc:deepswe/t1/a1/, arc2:deepswe/t1/a1/"), "{a1:?}");
+    assert_eq!(find("a2")[0].1, "malformed_record");
+    assert_eq!(find("a2")[0].2, "`deepswe/t2/a2/identity.json`: attempt_id `zz` disagrees with its directory `a2`");
+    assert_eq!(find("a3")[0].1, "malformed_record");
+    assert!(find("a3")[0].2.starts_with("`deepswe/t3/a3/identity.json`: key must be a string"), "{:?}", find("a3"));
+    assert_eq!(find("a4")[0], ("a4".into(), "missing_file".into(), "missing deepswe/t4/a4/result.json".into()));
+    assert_eq!(find("a5")[0].1, "malformed_record");
+    assert!(find("a5")[0].2.starts_with("`deepswe/t5/a5/timers.jsonl` line 1: missing field `elapsed_ns`"), "{:?}", find("a5"));
+}
+
+#[test]
+fn workload_rules_and_pilot_precedence() {
+    let pilot = IDENT.replace("t1", "t6").replace("a1", "a6").replace("census", "pilot");
+    let infra = RESULT.replace("\"infra_error\":null", "\"infra_error\":\"node lost\"");
+    let llm = RESULT.replace("submitted", "llm_query_error");
+    let nocomp = r#"{"completed_utc":null,"termination":null,"infra_error":null}"#;
+    let ids = |t: &str, a: &str| IDENT.replace("t1", t).replace("a1", a);
+    let (i7, i8, i9) = (ids("t7", "a7"), ids("t8", "a8"), ids("t9", "a9"));
+    let m = vec![
+        // a pilot with an infrastructure failure: superseded wins
+        M::File("deepswe/t6/a6/identity.json", pilot.as_bytes(), "1"),
+        M::File("deepswe/t6/a6/result.json", infra.as_bytes(), "100"),
+        M::File("deepswe/t7/a7/identity.json", i7.as_bytes(), "1"),
+        M::File("deepswe/t7/a7/result.json", infra.as_bytes(), "100"),
+        M::File("deepswe/t8/a8/identity.json", i8.as_bytes(), "1"),
+        M::File("deepswe/t8/a8/result.json", llm.as_bytes(), "100"),
+        M::File("deepswe/t9/a9/identity.json", i9.as_bytes(), "1"),
+        M::File("deepswe/t9/a9/result.json", nocomp.as_bytes(), "100"),
+    ];
+    let ex = exclusions(m, None);
+    let reasons: Vec<(String, String)> = ex.iter().map(|e| (e.0.clone(), e.1.clone())).collect();
+    assert_eq!(
+        reasons,
+        vec![
+            ("a6".into(), "superseded_by_census".into()),
+            ("a7".into(), "infrastructure_failure".into()),
+            ("a9".into(), "infrastructure_failure".into()),
+        ]
+    );
+}
+
+#[test]
+fn extract_materializes_attempt_with_mtimes() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup(d.path(), &[("arc", zstd(&tar_bytes(&good_attempt())))], (1, 1), "");
+    audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
+    let (arc, prefix) = audit::extract::locate_attempt(&cfg, "a1", None).unwrap();
+    assert_eq!((arc.as_str(), prefix.as_str()), ("arc", "deepswe/t1/a1/"));
+    let to = d.path().join("out");
+    let x = audit::extract::extract_attempt(&cfg, &arc, &prefix, &to).unwrap();
+    assert_eq!(x.files.len(), 4);
+    let meta = std::fs::metadata(to.join("deepswe/t1/a1/requests/00001.start")).unwrap();
+    let ft = filetime::FileTime::from_last_modification_time(&meta);
+    assert_eq!((ft.unix_seconds(), ft.nanoseconds()), (10, 250_000_000));
+    // Never overwrites.
+    let e = audit::extract::extract_attempt(&cfg, &arc, &prefix, &to).unwrap_err().to_string();
+    assert!(e.contains("already exists; refusing to overwrite"), "{e}");
+    assert!(audit::extract::locate_attempt(&cfg, "nope", None).unwrap_err().to_string().starts_with("attempt `nope` is not in"));
+}
