@@ -291,9 +291,9 @@ pub fn scan_archive(
                 .map_err(|why| archive_err(Some(&raw_path), format!("refused member: {why}")))?;
             let etype = entry.header().entry_type();
             let kind = match etype {
-                tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::GNUSparse => {
-                    MemberKind::File
-                }
+                tar::EntryType::Regular
+                | tar::EntryType::Continuous
+                | tar::EntryType::GNUSparse => MemberKind::File,
                 tar::EntryType::Directory => MemberKind::Directory,
                 tar::EntryType::Symlink | tar::EntryType::Link => {
                     let target = entry
@@ -357,7 +357,8 @@ pub fn scan_archive(
             };
             visit(&member, &mut entry)?;
             // Drain what the visitor left so stream errors surface on this member.
-            io::copy(&mut entry, &mut io::sink()).map_err(|e| stream_err(&Some(member.path.clone()), e))?;
+            io::copy(&mut entry, &mut io::sink())
+                .map_err(|e| stream_err(&Some(member.path.clone()), e))?;
             last_member = Some(member.path);
         }
     }
@@ -403,7 +404,7 @@ mod tests {
     fn decimal_times_parse_exactly() {
         let t = parse_epoch_decimal("1756684800.123456789").unwrap();
         assert_eq!(t.nanos, 1_756_684_800_123_456_789);
-        assert_eq!(t.seconds, 1756684800.123456789f64);
+        assert_eq!(t.seconds, "1756684800.123456789".parse::<f64>().unwrap());
         assert_eq!(parse_epoch_decimal("12").unwrap().nanos, 12_000_000_000);
         assert_eq!(parse_epoch_decimal("1.5").unwrap().seconds, 1.5);
         assert!(parse_epoch_decimal("1e9").is_none());

@@ -224,17 +224,16 @@ impl AttemptCollector {
     }
 
     /// Take one member.
-    pub fn visit(
-        &mut self,
-        m: &Member,
-        data: &mut dyn std::io::Read,
-    ) -> Result<(), RefusedMember> {
+    pub fn visit(&mut self, m: &Member, data: &mut dyn std::io::Read) -> Result<(), RefusedMember> {
         let loc = self.matcher.locate(&m.path);
         if let MemberKind::Link { target, hard } = &m.kind {
             let base = if *hard {
                 String::new()
             } else {
-                m.path.rsplit_once('/').map(|(d, _)| d.to_string()).unwrap_or_default()
+                m.path
+                    .rsplit_once('/')
+                    .map(|(d, _)| d.to_string())
+                    .unwrap_or_default()
             };
             let resolved = resolve_link(&base, target);
             let inside = match (&resolved, &loc) {
@@ -245,7 +244,9 @@ impl AttemptCollector {
             if !inside {
                 return Err(RefusedMember {
                     member: m.path.clone(),
-                    detail: format!("refused member: link to `{target}` leaves its attempt directory"),
+                    detail: format!(
+                        "refused member: link to `{target}` leaves its attempt directory"
+                    ),
                 });
             }
             // A link never stands in for a layout file.
@@ -413,10 +414,14 @@ fn parse_timers(bytes: &[u8], member: &str) -> Result<BTreeMap<u64, u64>, String
         if line.trim().is_empty() {
             continue;
         }
-        let t: TimerRecord = serde_json::from_str(line)
-            .map_err(|e| format!("`{member}` line {}: {e}", i + 1))?;
+        let t: TimerRecord =
+            serde_json::from_str(line).map_err(|e| format!("`{member}` line {}: {e}", i + 1))?;
         if out.insert(t.seq, t.elapsed_ns).is_some() {
-            return Err(format!("`{member}` line {}: seq {} appears twice", i + 1, t.seq));
+            return Err(format!(
+                "`{member}` line {}: seq {} appears twice",
+                i + 1,
+                t.seq
+            ));
         }
     }
     Ok(out)
@@ -493,7 +498,10 @@ pub fn audit_attempt(
                         && id.quota.mem_gib.is_finite()
                         && id.quota.mem_gib >= 0.0)
                     {
-                        malformed.push((format!("`{path}`: quota must be non-negative numbers"), path.clone()));
+                        malformed.push((
+                            format!("`{path}`: quota must be non-negative numbers"),
+                            path.clone(),
+                        ));
                     }
                     a.task_id = Some(id.task_id);
                     a.run = Some(id.run);
@@ -561,8 +569,16 @@ pub fn audit_attempt(
             missing[0].clone(),
         ))
     } else if !malformed.is_empty() {
-        let detail = malformed.iter().map(|(d, _)| d.as_str()).collect::<Vec<_>>().join("; ");
-        Some((ExclusionReason::MalformedRecord, detail, malformed[0].1.clone()))
+        let detail = malformed
+            .iter()
+            .map(|(d, _)| d.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+        Some((
+            ExclusionReason::MalformedRecord,
+            detail,
+            malformed[0].1.clone(),
+        ))
     } else {
         None
     };
@@ -585,7 +601,10 @@ mod tests {
         assert!(m.locate("other/t1/a1/x").is_none());
         assert_eq!(m.role("identity.json"), MemberRole::Identity);
         assert_eq!(m.role("patch.diff"), MemberRole::Other);
-        assert!(matches!(m.role("requests/x.start"), MemberRole::RequestStart(Err(_))));
+        assert!(matches!(
+            m.role("requests/x.start"),
+            MemberRole::RequestStart(Err(_))
+        ));
         let t = LayoutMatcher::new(&Layout::default_for(WorkloadId::Tmax));
         let l = t.locate("tmax/tr-1/agent/requests/7.start").unwrap();
         assert_eq!((l.task_id, l.attempt_id.as_str()), (None, "tr-1"));

@@ -197,8 +197,10 @@ pub fn summarize(
         if let Some(p) = e.pilot
             && s.pilot != p
         {
-            s.differences
-                .push(format!("{w}: found {} pilot attempts, expected {p}", s.pilot));
+            s.differences.push(format!(
+                "{w}: found {} pilot attempts, expected {p}",
+                s.pilot
+            ));
         }
     }
     s.pass = s.differences.is_empty();

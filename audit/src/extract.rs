@@ -34,7 +34,6 @@ pub fn locate_attempt(
     attempt_id: &str,
     workload: Option<&str>,
 ) -> Result<(String, String), AuditError> {
-
     let p = RunDir::new(&cfg.run_dir).file("attempts.parquet");
     let df = frames::read_frame(&p, "attempts", model::run_dir::FRAME_SCHEMA_VERSION)?;
     let col = |n: &str| -> Result<Vec<Option<String>>, AuditError> {
@@ -69,7 +68,11 @@ pub fn locate_attempt(
             "attempt `{attempt_id}` appears {} times ({}); name the workload with --workload",
             many.len(),
             many.iter()
-                .map(|&i| format!("{}:{}", arcs[i].clone().unwrap_or_default(), pre[i].clone().unwrap_or_default()))
+                .map(|&i| format!(
+                    "{}:{}",
+                    arcs[i].clone().unwrap_or_default(),
+                    pre[i].clone().unwrap_or_default()
+                ))
                 .collect::<Vec<_>>()
                 .join(", ")
         ))),
@@ -89,7 +92,9 @@ pub fn extract_attempt(
         .archives
         .iter()
         .find(|a| a.archive_id == archive_id)
-        .ok_or_else(|| AuditError::Extract(format!("archive `{archive_id}` is not in the manifest")))?;
+        .ok_or_else(|| {
+            AuditError::Extract(format!("archive `{archive_id}` is not in the manifest"))
+        })?;
     let stored = RunDir::new(&cfg.run_dir).stored_archive(&spec.sha256);
     if !stored.is_file() {
         return Err(AuditError::NotInStore {
@@ -111,32 +116,39 @@ pub fn extract_attempt(
         max_uncompressed_bytes: cfg.config.audit.max_uncompressed_bytes,
         max_members: cfg.config.audit.max_members,
     };
-    let r = scan_archive(&stored, archive_id, &spec.sha256, spec.bytes, limits, |m, data: &mut dyn Read| {
-        if !m.path.starts_with(member_prefix) && format!("{}/", m.path) != member_prefix {
-            return Ok(());
-        }
-        let dest = tmp.join(&m.path);
-        match &m.kind {
-            MemberKind::Directory => {
-                std::fs::create_dir_all(&dest).map_err(io(&dest))?;
+    let r = scan_archive(
+        &stored,
+        archive_id,
+        &spec.sha256,
+        spec.bytes,
+        limits,
+        |m, data: &mut dyn Read| {
+            if !m.path.starts_with(member_prefix) && format!("{}/", m.path) != member_prefix {
+                return Ok(());
             }
-            MemberKind::Link { .. } => out.skipped_links.push(m.path.clone()),
-            MemberKind::File => {
-                if let Some(parent) = dest.parent() {
-                    std::fs::create_dir_all(parent).map_err(io(parent))?;
+            let dest = tmp.join(&m.path);
+            match &m.kind {
+                MemberKind::Directory => {
+                    std::fs::create_dir_all(&dest).map_err(io(&dest))?;
                 }
-                let mut f = std::fs::File::create(&dest).map_err(io(&dest))?;
-                std::io::copy(data, &mut f).map_err(io(&dest))?;
-                if let Ok(t) = &m.mtime {
-                    let secs = t.nanos.div_euclid(1_000_000_000);
-                    let ns = t.nanos.rem_euclid(1_000_000_000) as u32;
-                    mtimes.push((dest.clone(), filetime::FileTime::from_unix_time(secs, ns)));
+                MemberKind::Link { .. } => out.skipped_links.push(m.path.clone()),
+                MemberKind::File => {
+                    if let Some(parent) = dest.parent() {
+                        std::fs::create_dir_all(parent).map_err(io(parent))?;
+                    }
+                    let mut f = std::fs::File::create(&dest).map_err(io(&dest))?;
+                    std::io::copy(data, &mut f).map_err(io(&dest))?;
+                    if let Ok(t) = &m.mtime {
+                        let secs = t.nanos.div_euclid(1_000_000_000);
+                        let ns = t.nanos.rem_euclid(1_000_000_000) as u32;
+                        mtimes.push((dest.clone(), filetime::FileTime::from_unix_time(secs, ns)));
+                    }
+                    out.files.push(m.path.clone());
                 }
-                out.files.push(m.path.clone());
             }
-        }
-        Ok(())
-    });
+            Ok(())
+        },
+    );
     if let Err(e) = r {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);

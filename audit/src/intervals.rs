@@ -251,7 +251,12 @@ mod tests {
         let iv: Vec<(f64, f64)> = r.intervals.iter().map(|i| (i.start, i.end)).collect();
         assert_eq!(
             iv,
-            vec![(100.0, 101.0), (110.0, 113.0), (120.0, 130.0), (190.0, 200.0)]
+            vec![
+                (100.0, 101.0),
+                (110.0, 113.0),
+                (120.0, 130.0),
+                (190.0, 200.0)
+            ]
         );
         assert_eq!(r.union_seconds(), 1.0 + 3.0 + 10.0 + 10.0);
     }
@@ -262,7 +267,11 @@ mod tests {
         assert_eq!(r.records.len(), 2);
         assert_eq!(r.records[0].kept, Some((10.0, 20.0)));
         assert_eq!(r.records[1].seconds_removed, 15.0);
-        let r = run(life(10.0, None), &[(1, 5.0), (2, 50.0)], &[(1, 30_000_000_000), (2, 1_000_000_000)]);
+        let r = run(
+            life(10.0, None),
+            &[(1, 5.0), (2, 50.0)],
+            &[(1, 30_000_000_000), (2, 1_000_000_000)],
+        );
         assert_eq!(r.records.len(), 1);
         assert_eq!(r.records[0].reason, ClipReason::BeforeGenerationStart);
         assert_eq!(r.intervals.len(), 2);
@@ -276,9 +285,17 @@ mod tests {
 
     #[test]
     fn interval_ending_exactly_at_start_is_outside() {
-        let r = run(life(10.0, Some(20.0)), &[(1, 8.0), (2, 20.0)], &[(1, 2_000_000_000), (2, 1)]);
+        let r = run(
+            life(10.0, Some(20.0)),
+            &[(1, 8.0), (2, 20.0)],
+            &[(1, 2_000_000_000), (2, 1)],
+        );
         assert!(r.intervals.is_empty());
-        assert!(r.records.iter().all(|c| c.reason == ClipReason::OutsideGeneration));
+        assert!(
+            r.records
+                .iter()
+                .all(|c| c.reason == ClipReason::OutsideGeneration)
+        );
     }
 
     /// Oracle: union length of closed-open intervals on a fine integer grid.

@@ -9,6 +9,7 @@ pub mod error;
 pub mod extract;
 pub mod intervals;
 pub mod output;
+pub mod schema;
 
 pub use error::AuditError;
 

@@ -57,9 +57,14 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
     let cfg = model::load_config(&cli.config).map_err(|e| (2, e.into()))?;
     match cli.command {
         None => {
-            let r = audit::run(&cfg, &audit::AuditOptions { threads: cli.threads })
-                .context("audit failed")
-                .map_err(|e| (1, e))?;
+            let r = audit::run(
+                &cfg,
+                &audit::AuditOptions {
+                    threads: cli.threads,
+                },
+            )
+            .context("audit failed")
+            .map_err(|e| (1, e))?;
             for (w, s) in &r.document.workloads {
                 println!(
                     "{w}: {} audited, {} included, {} excluded, {} pilot, {} flagged",
@@ -72,9 +77,14 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
             }
             Ok(())
         }
-        Some(Cmd::Extract { attempt, workload, to }) => {
-            let (archive, prefix) = audit::extract::locate_attempt(&cfg, &attempt, workload.as_deref())
-                .map_err(|e| (1, e.into()))?;
+        Some(Cmd::Extract {
+            attempt,
+            workload,
+            to,
+        }) => {
+            let (archive, prefix) =
+                audit::extract::locate_attempt(&cfg, &attempt, workload.as_deref())
+                    .map_err(|e| (1, e.into()))?;
             let x = audit::extract::extract_attempt(&cfg, &archive, &prefix, &to)
                 .map_err(|e| (1, e.into()))?;
             println!(

@@ -38,6 +38,9 @@ pub struct AuditDocument {
     pub pass: bool,
 }
 
+/// Digest -> every size it was listed with (only digests with more than one size).
+pub type BlobSizeConflicts = BTreeMap<String, Vec<u64>>;
+
 fn meta(frame: &str, sources: &str) -> FrameMeta {
     FrameMeta::new(frame, FRAME_SCHEMA_VERSION).with(KEY_SOURCE_ARCHIVES, sources)
 }
@@ -47,10 +50,18 @@ pub fn write_frames(
     run: &RunDir,
     attempts: &[AuditedAttempt],
     sources: &str,
-) -> Result<(Vec<PathBuf>, BTreeMap<String, Vec<u64>>), AuditError> {
+) -> Result<(Vec<PathBuf>, BlobSizeConflicts), AuditError> {
     let mut written = Vec::new();
     let mut put = |name: &str, df: &mut polars::prelude::DataFrame| -> Result<(), AuditError> {
         let p = run.file(&format!("{name}.parquet"));
+        let spec = crate::schema::AUDIT_FRAME_SPECS
+            .iter()
+            .find(|s| s.name == name)
+            .expect("every audit frame is declared");
+        spec.check(df).map_err(|detail| AuditError::FrameContent {
+            path: p.clone(),
+            detail: format!("frame does not match its declared schema: {detail}"),
+        })?;
         write_frame(&p, df, &meta(name, sources))?;
         written.push(p);
         Ok(())
@@ -59,7 +70,8 @@ pub fn write_frames(
     let s = |f: &dyn Fn(&AuditedAttempt) -> String| attempts.iter().map(f).collect::<Vec<_>>();
     let os =
         |f: &dyn Fn(&AuditedAttempt) -> Option<String>| attempts.iter().map(f).collect::<Vec<_>>();
-    let of = |f: &dyn Fn(&AuditedAttempt) -> Option<f64>| attempts.iter().map(f).collect::<Vec<_>>();
+    let of =
+        |f: &dyn Fn(&AuditedAttempt) -> Option<f64>| attempts.iter().map(f).collect::<Vec<_>>();
     let result_str = |f: fn(&model::ResultRecord) -> Option<String>| {
         attempts
             .iter()
@@ -78,14 +90,23 @@ pub fn write_frames(
         .opt_f64("gen_end", of(&|a| a.gen_end.map(|t| t.seconds)))
         .datetime_ns(
             "gen_start_utc",
-            attempts.iter().map(|a| a.gen_start.map(|t| t.nanos)).collect(),
+            attempts
+                .iter()
+                .map(|a| a.gen_start.map(|t| t.nanos))
+                .collect(),
         )
         .datetime_ns(
             "gen_end_utc",
-            attempts.iter().map(|a| a.gen_end.map(|t| t.nanos)).collect(),
+            attempts
+                .iter()
+                .map(|a| a.gen_end.map(|t| t.nanos))
+                .collect(),
         )
         .opt_f64("duration_s", of(&|a| a.duration()))
-        .u32("n_requests", attempts.iter().map(|a| a.n_requests).collect())
+        .u32(
+            "n_requests",
+            attempts.iter().map(|a| a.n_requests).collect(),
+        )
         .u32(
             "n_intervals",
             attempts
@@ -95,11 +116,17 @@ pub fn write_frames(
         )
         .f64(
             "request_s",
-            attempts.iter().map(|a| a.requests.union_seconds()).collect(),
+            attempts
+                .iter()
+                .map(|a| a.requests.union_seconds())
+                .collect(),
         )
         .opt_f64("quota_cores", of(&|a| a.quota.map(|q| q.cores)))
         .opt_f64("quota_gib", of(&|a| a.quota.map(|q| q.mem_gib)))
-        .u32("n_blobs", attempts.iter().map(|a| a.blobs.len() as u32).collect())
+        .u32(
+            "n_blobs",
+            attempts.iter().map(|a| a.blobs.len() as u32).collect(),
+        )
         .opt_str("completed_utc", result_str(|r| r.completed_utc.clone()))
         .opt_str("termination", result_str(|r| r.termination.clone()))
         .opt_str("infra_error", result_str(|r| r.infra_error.clone()))
@@ -118,12 +145,18 @@ pub fn write_frames(
                 .map(|a| a.result.as_ref().and_then(|r| r.reward))
                 .collect(),
         )
-        .bool("included", attempts.iter().map(|a| a.exclusion.is_none()).collect())
+        .bool(
+            "included",
+            attempts.iter().map(|a| a.exclusion.is_none()).collect(),
+        )
         .opt_str(
             "exclusion_reason",
             os(&|a| a.exclusion.as_ref().map(|e| e.0.as_str().into())),
         )
-        .bool("flagged", attempts.iter().map(|a| a.flag.is_some()).collect())
+        .bool(
+            "flagged",
+            attempts.iter().map(|a| a.flag.is_some()).collect(),
+        )
         .opt_str("flag_reason", os(&|a| a.flag.clone()))
         .finish();
     put("attempts", &mut df)?;
@@ -133,17 +166,34 @@ pub fn write_frames(
     for a in attempts {
         let Some(gs) = a.gen_start else { continue };
         for iv in &a.requests.intervals {
-            rq.push((a, iv.seqs.clone(), iv.start - gs.seconds, iv.end - gs.seconds));
+            rq.push((
+                a,
+                iv.seqs.clone(),
+                iv.start - gs.seconds,
+                iv.end - gs.seconds,
+            ));
         }
     }
     let mut df = FrameBuilder::new(rq.len())
-        .str("workload", rq.iter().map(|r| r.0.workload.as_str().into()).collect())
-        .str("attempt_id", rq.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .str(
+            "workload",
+            rq.iter().map(|r| r.0.workload.as_str().into()).collect(),
+        )
+        .str(
+            "attempt_id",
+            rq.iter().map(|r| r.0.attempt_id.clone()).collect(),
+        )
         .list_u64("seqs", rq.iter().map(|r| r.1.clone()).collect())
         .f64("start_offset_s", rq.iter().map(|r| r.2).collect())
         .f64("end_offset_s", rq.iter().map(|r| r.3).collect())
-        .str("archive_sha256", rq.iter().map(|r| r.0.archive_sha256.clone()).collect())
-        .str("member_prefix", rq.iter().map(|r| r.0.member_prefix.clone()).collect())
+        .str(
+            "archive_sha256",
+            rq.iter().map(|r| r.0.archive_sha256.clone()).collect(),
+        )
+        .str(
+            "member_prefix",
+            rq.iter().map(|r| r.0.member_prefix.clone()).collect(),
+        )
         .finish();
     put("requests", &mut df)?;
 
@@ -155,18 +205,51 @@ pub fn write_frames(
         }
     }
     let mut df = FrameBuilder::new(cl.len())
-        .str("workload", cl.iter().map(|r| r.0.workload.as_str().into()).collect())
-        .str("attempt_id", cl.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .str(
+            "workload",
+            cl.iter().map(|r| r.0.workload.as_str().into()).collect(),
+        )
+        .str(
+            "attempt_id",
+            cl.iter().map(|r| r.0.attempt_id.clone()).collect(),
+        )
         .list_u64("seqs", cl.iter().map(|r| r.1.seqs.clone()).collect())
-        .opt_f64("raw_start", cl.iter().map(|r| r.1.raw.map(|x| x.0)).collect())
-        .opt_f64("raw_end", cl.iter().map(|r| r.1.raw.and_then(|x| x.1)).collect())
-        .opt_f64("kept_start", cl.iter().map(|r| r.1.kept.map(|x| x.0)).collect())
-        .opt_f64("kept_end", cl.iter().map(|r| r.1.kept.map(|x| x.1)).collect())
-        .f64("seconds_removed", cl.iter().map(|r| r.1.seconds_removed).collect())
-        .str("reason", cl.iter().map(|r| r.1.reason.as_str().into()).collect())
-        .bool("included", cl.iter().map(|r| r.0.exclusion.is_none()).collect())
-        .str("archive_sha256", cl.iter().map(|r| r.0.archive_sha256.clone()).collect())
-        .str("member_prefix", cl.iter().map(|r| r.0.member_prefix.clone()).collect())
+        .opt_f64(
+            "raw_start",
+            cl.iter().map(|r| r.1.raw.map(|x| x.0)).collect(),
+        )
+        .opt_f64(
+            "raw_end",
+            cl.iter().map(|r| r.1.raw.and_then(|x| x.1)).collect(),
+        )
+        .opt_f64(
+            "kept_start",
+            cl.iter().map(|r| r.1.kept.map(|x| x.0)).collect(),
+        )
+        .opt_f64(
+            "kept_end",
+            cl.iter().map(|r| r.1.kept.map(|x| x.1)).collect(),
+        )
+        .f64(
+            "seconds_removed",
+            cl.iter().map(|r| r.1.seconds_removed).collect(),
+        )
+        .str(
+            "reason",
+            cl.iter().map(|r| r.1.reason.as_str().into()).collect(),
+        )
+        .bool(
+            "included",
+            cl.iter().map(|r| r.0.exclusion.is_none()).collect(),
+        )
+        .str(
+            "archive_sha256",
+            cl.iter().map(|r| r.0.archive_sha256.clone()).collect(),
+        )
+        .str(
+            "member_prefix",
+            cl.iter().map(|r| r.0.member_prefix.clone()).collect(),
+        )
         .finish();
     put("clipping", &mut df)?;
 
@@ -176,14 +259,31 @@ pub fn write_frames(
         .filter_map(|a| a.exclusion.as_ref().map(|e| (a, e)))
         .collect();
     let mut df = FrameBuilder::new(ex.len())
-        .str("workload", ex.iter().map(|r| r.0.workload.as_str().into()).collect())
-        .str("attempt_id", ex.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .str(
+            "workload",
+            ex.iter().map(|r| r.0.workload.as_str().into()).collect(),
+        )
+        .str(
+            "attempt_id",
+            ex.iter().map(|r| r.0.attempt_id.clone()).collect(),
+        )
         .opt_str("task_id", ex.iter().map(|r| r.0.task_id.clone()).collect())
-        .opt_str("run", ex.iter().map(|r| r.0.run.map(|x| x.as_str().into())).collect())
+        .opt_str(
+            "run",
+            ex.iter()
+                .map(|r| r.0.run.map(|x| x.as_str().into()))
+                .collect(),
+        )
         .str("reason", ex.iter().map(|r| r.1.0.as_str().into()).collect())
         .str("detail", ex.iter().map(|r| r.1.1.clone()).collect())
-        .str("archive_id", ex.iter().map(|r| r.0.archive_id.clone()).collect())
-        .str("archive_sha256", ex.iter().map(|r| r.0.archive_sha256.clone()).collect())
+        .str(
+            "archive_id",
+            ex.iter().map(|r| r.0.archive_id.clone()).collect(),
+        )
+        .str(
+            "archive_sha256",
+            ex.iter().map(|r| r.0.archive_sha256.clone()).collect(),
+        )
         .str("member_path", ex.iter().map(|r| r.1.2.clone()).collect())
         .finish();
     put("exclusions", &mut df)?;
@@ -215,8 +315,14 @@ pub fn write_frames(
         .finish();
     put("blobs", &mut df)?;
     let mut df = FrameBuilder::new(ab.len())
-        .str("workload", ab.iter().map(|r| r.0.workload.as_str().into()).collect())
-        .str("attempt_id", ab.iter().map(|r| r.0.attempt_id.clone()).collect())
+        .str(
+            "workload",
+            ab.iter().map(|r| r.0.workload.as_str().into()).collect(),
+        )
+        .str(
+            "attempt_id",
+            ab.iter().map(|r| r.0.attempt_id.clone()).collect(),
+        )
         .str("digest", ab.iter().map(|r| r.1.digest.clone()).collect())
         .finish();
     put("attempt_blobs", &mut df)?;

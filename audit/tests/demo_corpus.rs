@@ -29,7 +29,11 @@ fn check(dir: &Path, scale: Scale) {
             excluded.insert("superseded_by_census".into(), exp.pilot);
         }
         assert_eq!(got.excluded_by_reason, excluded, "{w} exclusions");
-        assert_eq!(got.flagged.keys().cloned().collect::<Vec<_>>(), exp.flagged, "{w} flagged");
+        assert_eq!(
+            got.flagged.keys().cloned().collect::<Vec<_>>(),
+            exp.flagged,
+            "{w} flagged"
+        );
         for (reason, rows) in &exp.clipping {
             assert_eq!(got.clipping[reason].rows, *rows, "{w} clipping {reason}");
         }
@@ -38,7 +42,12 @@ fn check(dir: &Path, scale: Scale) {
     // Touching merges remove exactly 0 s; every other merge removes some.
     let clip = frames::read_frame(&cfg.run_dir.join("clipping.parquet"), "clipping", 1).unwrap();
     let reasons = clip.column("reason").unwrap().str().unwrap().clone();
-    let removed = clip.column("seconds_removed").unwrap().f64().unwrap().clone();
+    let removed = clip
+        .column("seconds_removed")
+        .unwrap()
+        .f64()
+        .unwrap()
+        .clone();
     let touching = reasons
         .iter()
         .zip(removed.iter())
@@ -58,7 +67,11 @@ fn check(dir: &Path, scale: Scale) {
         .sum();
     assert_eq!(
         census_starts,
-        summary.expected.values().map(|e| e.start_files).sum::<u64>()
+        summary
+            .expected
+            .values()
+            .map(|e| e.start_files)
+            .sum::<u64>()
     );
 }
 
@@ -80,9 +93,23 @@ fn frames_are_byte_identical_across_runs() {
         demo::generate(d.path(), Scale::Small, 3).unwrap();
         let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
         stage_store(&cfg);
-        audit::run(&cfg, &audit::AuditOptions { threads: Some(if d.path() == a.path() { 1 } else { 3 }) }).unwrap();
+        audit::run(
+            &cfg,
+            &audit::AuditOptions {
+                threads: Some(if d.path() == a.path() { 1 } else { 3 }),
+            },
+        )
+        .unwrap();
     }
-    for f in ["attempts.parquet", "requests.parquet", "clipping.parquet", "exclusions.parquet", "blobs.parquet", "attempt_blobs.parquet", "audit.json"] {
+    for f in [
+        "attempts.parquet",
+        "requests.parquet",
+        "clipping.parquet",
+        "exclusions.parquet",
+        "blobs.parquet",
+        "attempt_blobs.parquet",
+        "audit.json",
+    ] {
         assert_eq!(
             std::fs::read(a.path().join("run").join(f)).unwrap(),
             std::fs::read(b.path().join("run").join(f)).unwrap(),

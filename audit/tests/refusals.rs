@@ -86,13 +86,24 @@ const IDENT: &str = r#"{"task_id":"t1","attempt_id":"a1","run":"census","quota":
 const RESULT: &str = r#"{"completed_utc":"1970-01-01T00:01:40.000000Z","termination":"submitted","infra_error":null}"#;
 
 /// A run directory with these archives (deepswe layout) in the verified store.
-fn setup(dir: &Path, archives: &[(&str, Vec<u8>)], expect: (u64, u64), extra_yaml: &str) -> model::LoadedConfig {
-    let mut rows = String::from("archive_id,workload,sha256,bytes,gcs_bucket,gcs_object,gcs_generation,hf_repo,hf_revision,hf_shard,hf_member,file_path\n");
+fn setup(
+    dir: &Path,
+    archives: &[(&str, Vec<u8>)],
+    expect: (u64, u64),
+    extra_yaml: &str,
+) -> model::LoadedConfig {
+    let mut rows = String::from(
+        "archive_id,workload,sha256,bytes,gcs_bucket,gcs_object,gcs_generation,hf_repo,hf_revision,hf_shard,hf_member,file_path\n",
+    );
     let store = dir.join("run/store/sha256");
     std::fs::create_dir_all(&store).unwrap();
     for (id, bytes) in archives {
         std::fs::write(store.join(sha(bytes)), bytes).unwrap();
-        rows.push_str(&format!("{id},deepswe,{},{},,,,,,,,{id}.bin\n", sha(bytes), bytes.len()));
+        rows.push_str(&format!(
+            "{id},deepswe,{},{},,,,,,,,{id}.bin\n",
+            sha(bytes),
+            bytes.len()
+        ));
     }
     std::fs::write(dir.join("manifest.csv"), rows).unwrap();
     let yaml = format!(
@@ -107,7 +118,11 @@ fn good_attempt() -> Vec<M<'static>> {
     vec![
         M::File("deepswe/t1/a1/identity.json", IDENT.as_bytes(), "0.5"),
         M::File("deepswe/t1/a1/requests/00001.start", b"", "10.25"),
-        M::File("deepswe/t1/a1/timers.jsonl", b"{\"seq\":1,\"elapsed_ns\":1500000000}\n", "100"),
+        M::File(
+            "deepswe/t1/a1/timers.jsonl",
+            b"{\"seq\":1,\"elapsed_ns\":1500000000}\n",
+            "100",
+        ),
         M::File("deepswe/t1/a1/result.json", RESULT.as_bytes(), "100"),
     ]
 }
@@ -115,26 +130,62 @@ fn good_attempt() -> Vec<M<'static>> {
 fn audit_err(archive: Vec<u8>, extra_yaml: &str) -> String {
     let d = tempfile::tempdir().unwrap();
     let cfg = setup(d.path(), &[("arc", archive)], (1, 1), extra_yaml);
-    audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string()
+    audit::run(&cfg, &audit::AuditOptions::default())
+        .unwrap_err()
+        .to_string()
 }
 
 #[test]
 fn good_attempt_is_read_exactly() {
     let d = tempfile::tempdir().unwrap();
-    let cfg = setup(d.path(), &[("arc", zstd(&tar_bytes(&good_attempt())))], (1, 1), "");
+    let cfg = setup(
+        d.path(),
+        &[("arc", zstd(&tar_bytes(&good_attempt())))],
+        (1, 1),
+        "",
+    );
     let r = audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
     assert_eq!(r.document.workloads["deepswe"].included, 1);
     let req = frames::read_frame(&d.path().join("run/requests.parquet"), "requests", 1).unwrap();
-    let s = req.column("start_offset_s").unwrap().f64().unwrap().get(0).unwrap();
-    let e = req.column("end_offset_s").unwrap().f64().unwrap().get(0).unwrap();
+    let s = req
+        .column("start_offset_s")
+        .unwrap()
+        .f64()
+        .unwrap()
+        .get(0)
+        .unwrap();
+    let e = req
+        .column("end_offset_s")
+        .unwrap()
+        .f64()
+        .unwrap()
+        .get(0)
+        .unwrap();
     assert_eq!((s, e), (9.75, 11.25));
     let att = frames::read_frame(&d.path().join("run/attempts.parquet"), "attempts", 1).unwrap();
-    assert_eq!(att.column("duration_s").unwrap().f64().unwrap().get(0), Some(99.5));
-    assert_eq!(att.column("request_s").unwrap().f64().unwrap().get(0), Some(1.5));
+    assert_eq!(
+        att.column("duration_s").unwrap().f64().unwrap().get(0),
+        Some(99.5)
+    );
+    assert_eq!(
+        att.column("request_s").unwrap().f64().unwrap().get(0),
+        Some(1.5)
+    );
     let blobs = frames::read_frame(&d.path().join("run/blobs.parquet"), "blobs", 1).unwrap();
-    assert_eq!(blobs.column("compressed_gib").unwrap().f64().unwrap().get(0), Some(1.0));
+    assert_eq!(
+        blobs
+            .column("compressed_gib")
+            .unwrap()
+            .f64()
+            .unwrap()
+            .get(0),
+        Some(1.0)
+    );
     let md = frames::read_metadata(&d.path().join("run/attempts.parquet")).unwrap();
-    assert!(md.iter().any(|(k, v)| k == "agentrace.source_archives" && v.starts_with("arc=")));
+    assert!(
+        md.iter()
+            .any(|(k, v)| k == "agentrace.source_archives" && v.starts_with("arc="))
+    );
 }
 
 #[test]
@@ -187,10 +238,16 @@ fn special_files_are_refused() {
 fn limits_are_enforced() {
     let bytes = zstd(&tar_bytes(&good_attempt()));
     assert_eq!(
-        audit_err(bytes.clone(), "audit: { max_members: 3, max_uncompressed_bytes: 1000000 }\n"),
+        audit_err(
+            bytes.clone(),
+            "audit: { max_members: 3, max_uncompressed_bytes: 1000000 }\n"
+        ),
         "archive `arc`, member `deepswe/t1/a1/timers.jsonl`: holds more than 3 members (hint: raise audit.max_members)"
     );
-    let e = audit_err(bytes, "audit: { max_members: 100, max_uncompressed_bytes: 2000 }\n");
+    let e = audit_err(
+        bytes,
+        "audit: { max_members: 100, max_uncompressed_bytes: 2000 }\n",
+    );
     assert!(e.starts_with("archive `arc`") && e.ends_with("expands past the limit of 2000 uncompressed bytes (hint: raise audit.max_uncompressed_bytes)"), "{e}");
 }
 
@@ -202,13 +259,22 @@ fn corrupt_and_truncated_streams_name_the_archive() {
     corrupt[mid] ^= 0xff;
     corrupt[mid + 1] ^= 0xff;
     let e = audit_err(corrupt, "");
-    assert!(e.starts_with("archive `arc`") && e.contains("corrupt or truncated zstd/tar stream"), "{e}");
+    assert!(
+        e.starts_with("archive `arc`") && e.contains("corrupt or truncated zstd/tar stream"),
+        "{e}"
+    );
     let truncated = gzip(&tar_bytes(&good_attempt()))[..200].to_vec();
     let e = audit_err(truncated, "");
-    assert!(e.starts_with("archive `arc`") && e.contains("corrupt or truncated gzip/tar stream"), "{e}");
+    assert!(
+        e.starts_with("archive `arc`") && e.contains("corrupt or truncated gzip/tar stream"),
+        "{e}"
+    );
     // An uncompressed tar is not an original archive.
     let e = audit_err(tar_bytes(&good_attempt()), "");
-    assert!(e.starts_with("archive `arc`: not a gzip or zstd stream (first bytes "), "{e}");
+    assert!(
+        e.starts_with("archive `arc`: not a gzip or zstd stream (first bytes "),
+        "{e}"
+    );
 }
 
 #[test]
@@ -220,11 +286,23 @@ fn store_tampering_is_caught() {
     let mut t = bytes.clone();
     t.extend_from_slice(b"junk");
     std::fs::write(&stored, t).unwrap();
-    let e = audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string();
-    assert!(e.starts_with("archive `arc`: stored file") && e.contains("does not match its verified hash"), "{e}");
+    let e = audit::run(&cfg, &audit::AuditOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("archive `arc`: stored file")
+            && e.contains("does not match its verified hash"),
+        "{e}"
+    );
     std::fs::remove_file(&stored).unwrap();
-    let e = audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string();
-    assert!(e.starts_with("archive `arc` is not in the verified store") && e.ends_with("run `ingest` first"), "{e}");
+    let e = audit::run(&cfg, &audit::AuditOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("archive `arc` is not in the verified store")
+            && e.ends_with("run `ingest` first"),
+        "{e}"
+    );
 }
 
 fn exclusions(members: Vec<M>, archives2: Option<Vec<M>>) -> Vec<(String, String, String)> {
@@ -234,12 +312,27 @@ fn exclusions(members: Vec<M>, archives2: Option<Vec<M>>) -> Vec<(String, String
         arcs.push(("arc2", gzip(&tar_bytes(&m2))));
     }
     let cfg = setup(d.path(), &arcs, (99, 99), "");
-    let e = audit::run(&cfg, &audit::AuditOptions::default()).unwrap_err().to_string();
-    assert!(e.starts_with("cohort audit does not match pipeline.yaml: deepswe: audited"), "{e}");
+    let e = audit::run(&cfg, &audit::AuditOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("cohort audit does not match pipeline.yaml: deepswe: audited"),
+        "{e}"
+    );
     let ex = frames::read_frame(&d.path().join("run/exclusions.parquet"), "exclusions", 1).unwrap();
-    let col = |n: &str| ex.column(n).unwrap().str().unwrap().iter().map(|x| x.unwrap().to_string()).collect::<Vec<_>>();
+    let col = |n: &str| {
+        ex.column(n)
+            .unwrap()
+            .str()
+            .unwrap()
+            .iter()
+            .map(|x| x.unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
     let (a, r, det) = (col("attempt_id"), col("reason"), col("detail"));
-    (0..a.len()).map(|i| (a[i].clone(), r[i].clone(), det[i].clone())).collect()
+    (0..a.len())
+        .map(|i| (a[i].clone(), r[i].clone(), det[i].clone()))
+        .collect()
 }
 
 #[test]
@@ -267,19 +360,48 @@ fn malformed_missing_and_duplicate_attempts_are_excluded_with_detail() {
     let find = |id: &str| ex.iter().filter(|e| e.0 == id).cloned().collect::<Vec<_>>();
     let a1 = find("a1");
     assert_eq!(a1.len(), 2);
-    assert!(a1.iter().all(|e| e.1 == "duplicate_attempt" && e.2 == "attempt id `a1` appears 2 times: arc:deepswe/t1/a1/, arc2:deepswe/t1/a1/"), "{a1:?}");
+    assert!(
+        a1.iter().all(|e| e.1 == "duplicate_attempt"
+            && e.2 == "attempt id `a1` appears 2 times: arc:deepswe/t1/a1/, arc2:deepswe/t1/a1/"),
+        "{a1:?}"
+    );
     assert_eq!(find("a2")[0].1, "malformed_record");
-    assert_eq!(find("a2")[0].2, "`deepswe/t2/a2/identity.json`: attempt_id `zz` disagrees with its directory `a2`");
+    assert_eq!(
+        find("a2")[0].2,
+        "`deepswe/t2/a2/identity.json`: attempt_id `zz` disagrees with its directory `a2`"
+    );
     assert_eq!(find("a3")[0].1, "malformed_record");
-    assert!(find("a3")[0].2.starts_with("`deepswe/t3/a3/identity.json`: key must be a string"), "{:?}", find("a3"));
-    assert_eq!(find("a4")[0], ("a4".into(), "missing_file".into(), "missing deepswe/t4/a4/result.json".into()));
+    assert!(
+        find("a3")[0]
+            .2
+            .starts_with("`deepswe/t3/a3/identity.json`: key must be a string"),
+        "{:?}",
+        find("a3")
+    );
+    assert_eq!(
+        find("a4")[0],
+        (
+            "a4".into(),
+            "missing_file".into(),
+            "missing deepswe/t4/a4/result.json".into()
+        )
+    );
     assert_eq!(find("a5")[0].1, "malformed_record");
-    assert!(find("a5")[0].2.starts_with("`deepswe/t5/a5/timers.jsonl` line 1: missing field `elapsed_ns`"), "{:?}", find("a5"));
+    assert!(
+        find("a5")[0]
+            .2
+            .starts_with("`deepswe/t5/a5/timers.jsonl` line 1: missing field `elapsed_ns`"),
+        "{:?}",
+        find("a5")
+    );
 }
 
 #[test]
 fn workload_rules_and_pilot_precedence() {
-    let pilot = IDENT.replace("t1", "t6").replace("a1", "a6").replace("census", "pilot");
+    let pilot = IDENT
+        .replace("t1", "t6")
+        .replace("a1", "a6")
+        .replace("census", "pilot");
     let infra = RESULT.replace("\"infra_error\":null", "\"infra_error\":\"node lost\"");
     let llm = RESULT.replace("submitted", "llm_query_error");
     let nocomp = r#"{"completed_utc":null,"termination":null,"infra_error":null}"#;
@@ -311,7 +433,12 @@ fn workload_rules_and_pilot_precedence() {
 #[test]
 fn extract_materializes_attempt_with_mtimes() {
     let d = tempfile::tempdir().unwrap();
-    let cfg = setup(d.path(), &[("arc", zstd(&tar_bytes(&good_attempt())))], (1, 1), "");
+    let cfg = setup(
+        d.path(),
+        &[("arc", zstd(&tar_bytes(&good_attempt())))],
+        (1, 1),
+        "",
+    );
     audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
     let (arc, prefix) = audit::extract::locate_attempt(&cfg, "a1", None).unwrap();
     assert_eq!((arc.as_str(), prefix.as_str()), ("arc", "deepswe/t1/a1/"));
@@ -322,7 +449,14 @@ fn extract_materializes_attempt_with_mtimes() {
     let ft = filetime::FileTime::from_last_modification_time(&meta);
     assert_eq!((ft.unix_seconds(), ft.nanoseconds()), (10, 250_000_000));
     // Never overwrites.
-    let e = audit::extract::extract_attempt(&cfg, &arc, &prefix, &to).unwrap_err().to_string();
+    let e = audit::extract::extract_attempt(&cfg, &arc, &prefix, &to)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("already exists; refusing to overwrite"), "{e}");
-    assert!(audit::extract::locate_attempt(&cfg, "nope", None).unwrap_err().to_string().starts_with("attempt `nope` is not in"));
+    assert!(
+        audit::extract::locate_attempt(&cfg, "nope", None)
+            .unwrap_err()
+            .to_string()
+            .starts_with("attempt `nope` is not in")
+    );
 }

@@ -328,7 +328,14 @@ fn tasks_for(w: WorkloadId, sh: &Shape, seed: u64, rng: &mut Stream, pilot: bool
             ];
             // (cores, GiB) menu; the mix averages above 27/16 cores and 66/16 GiB so both
             // caps bind at 16 concurrent.
-            let quotas = [(1.0, 2.0), (2.0, 4.0), (2.0, 8.0), (4.0, 8.0), (1.0, 4.0), (4.0, 16.0)];
+            let quotas = [
+                (1.0, 2.0),
+                (2.0, 4.0),
+                (2.0, 8.0),
+                (4.0, 8.0),
+                (1.0, 4.0),
+                (4.0, 16.0),
+            ];
             for t in 0..sh.tasks {
                 let base = t % 7 % 3;
                 let (cores, mem) = quotas[rng.below(quotas.len() as u64) as usize];
@@ -529,7 +536,10 @@ fn plan_workload(
         let kinds = [
             ("AgentTimeoutError", "agent exceeded its wall-clock budget"),
             ("DockerContainerError", "container exited with status 137"),
-            ("RuntimeError", "tool call returned malformed JSON three times"),
+            (
+                "RuntimeError",
+                "tool call returned malformed JSON three times",
+            ),
         ];
         let (kind, message) = kinds[i % kinds.len()];
         a.result.exception_info = Some(ExceptionInfo {
@@ -537,7 +547,9 @@ fn plan_workload(
             message: message.into(),
         });
         a.result.reward = None;
-        *exp.excluded.entry("execution_exception".into()).or_default() += 1;
+        *exp.excluded
+            .entry("execution_exception".into())
+            .or_default() += 1;
     }
     for i in 0..sh.infra_failures {
         let j = pick(i, sh.infra_failures, 11);
@@ -552,11 +564,16 @@ fn plan_workload(
             a.result.termination = Some("submitted".into());
             a.result.infra_error = Some("result upload failed after retries".into());
         }
-        *exp.excluded.entry("infrastructure_failure".into()).or_default() += 1;
+        *exp.excluded
+            .entry("infrastructure_failure".into())
+            .or_default() += 1;
     }
     for i in 0..sh.llm_query_errors {
         let j = pick(i, sh.llm_query_errors, 23);
-        assert!(!taken[j], "llm_query_error must land on a generation-complete attempt");
+        assert!(
+            !taken[j],
+            "llm_query_error must land on a generation-complete attempt"
+        );
         taken[j] = true;
         attempts[j].result.termination = Some("llm_query_error".into());
         exp.flagged.push(attempts[j].attempt_id.clone());
@@ -572,7 +589,10 @@ fn plan_workload(
     // Timing anomalies, one per attempt, on included attempts only.
     let an = sh.anomalies;
     let eligible: Vec<usize> = (0..n).filter(|&j| !taken[j]).collect();
-    assert!(eligible.len() >= an.total(), "not enough attempts for anomalies");
+    assert!(
+        eligible.len() >= an.total(),
+        "not enough attempts for anomalies"
+    );
     let stride = eligible.len() / an.total().max(1);
     let mut slots = (0..an.total()).map(|i| eligible[i * stride + stride / 2]);
     let mut inject = |count: usize, f: &mut dyn FnMut(&mut PlannedAttempt, usize)| {
@@ -614,7 +634,10 @@ fn plan_workload(
         let (start, elapsed) = if i % 2 == 0 {
             (a.gen_start_ns - 9 * NS, 2 * NS + 123_456_789)
         } else {
-            (a.completed_ns.expect("completed") + 3 * NS, NS + 987_654_321)
+            (
+                a.completed_ns.expect("completed") + 3 * NS,
+                NS + 987_654_321,
+            )
         };
         a.requests.push(PlannedRequest {
             seq,
@@ -649,8 +672,15 @@ fn plan_workload(
         touching += 1;
     });
     *clip.entry("merged_overlap".into()).or_default() += touching;
-    exp.merged_touching = touching as u64;
-    for r in ["missing_timer", "orphan_timer", "before_generation_start", "after_generation_end", "outside_generation", "merged_overlap"] {
+    exp.merged_touching = touching;
+    for r in [
+        "missing_timer",
+        "orphan_timer",
+        "before_generation_start",
+        "after_generation_end",
+        "outside_generation",
+        "merged_overlap",
+    ] {
         clip.entry(r.into()).or_default();
     }
     exp.included = exp.audited - exp.excluded.values().sum::<u64>();

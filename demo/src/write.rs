@@ -130,7 +130,9 @@ fn write_attempt<W: Write>(b: &mut tar::Builder<W>, a: &PlannedAttempt) -> io::R
         .max(a.gen_start_ns);
     for r in &a.requests {
         if let Some(s) = r.start_ns {
-            let name = layout.request_start.replace("{seq}", &format!("{:05}", r.seq));
+            let name = layout
+                .request_start
+                .replace("{seq}", &format!("{:05}", r.seq));
             append_with_pax(b, &format!("{dir}{name}"), b"", s)?;
         }
     }

@@ -1,6 +1,8 @@
 //! Typed, versioned on-disk outputs: Parquet frames with schema metadata, and atomic writes
 //! (temporary name, fsync, rename) so a killed stage never leaves a half-written file.
 
+pub mod schema;
+
 use polars::prelude::*;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -114,7 +116,10 @@ pub fn atomic_write_with(
 pub fn write_frame(path: &Path, df: &mut DataFrame, meta: &FrameMeta) -> Result<(), FrameError> {
     let mut kv = vec![
         (KEY_FRAME.to_string(), meta.frame.clone()),
-        (KEY_SCHEMA_VERSION.to_string(), meta.schema_version.to_string()),
+        (
+            KEY_SCHEMA_VERSION.to_string(),
+            meta.schema_version.to_string(),
+        ),
     ];
     kv.extend(meta.extra.iter().cloned());
     let mut polars_err = None;
@@ -201,7 +206,12 @@ impl FrameBuilder {
         }
     }
     fn push(mut self, s: Series) -> Self {
-        assert_eq!(s.len(), self.height, "column {} has the wrong length", s.name());
+        assert_eq!(
+            s.len(),
+            self.height,
+            "column {} has the wrong length",
+            s.name()
+        );
         self.columns.push(s.into_column());
         self
     }
@@ -271,9 +281,7 @@ mod tests {
     #[test]
     fn roundtrip_with_metadata_and_stable_bytes() {
         let dir = tempfile::tempdir().unwrap();
-        let mk = || {
-            df!("a" => [1i64, 2, 3], "b" => ["x", "y", "z"]).unwrap()
-        };
+        let mk = || df!("a" => [1i64, 2, 3], "b" => ["x", "y", "z"]).unwrap();
         let meta = FrameMeta::new("demo", 7).with("agentrace.archives", "abc");
         let p1 = dir.path().join("one.parquet");
         let p2 = dir.path().join("two.parquet");

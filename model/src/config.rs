@@ -420,7 +420,11 @@ fn parse_config(path: &Path, text: &str) -> Result<PipelineConfig, ConfigError> 
                 let parts: Vec<&str> = field.split('.').collect();
                 line_of(text, &parts)
             }),
-            field: if field == "." { "(top level)".into() } else { field },
+            field: if field == "." {
+                "(top level)".into()
+            } else {
+                field
+            },
             message,
         }
     })
@@ -667,7 +671,10 @@ mod tests {
     fn line_of_nested_keys() {
         let t = "version: 1\nworkloads:\n  tmax:\n    replay:\n      gpus: 8\n  deepswe:\n    replay:\n      gpus: 8\n";
         assert_eq!(line_of(t, &["workloads", "deepswe", "replay"]), Some(7));
-        assert_eq!(line_of(t, &["workloads", "tmax", "replay", "gpus"]), Some(5));
+        assert_eq!(
+            line_of(t, &["workloads", "tmax", "replay", "gpus"]),
+            Some(5)
+        );
         assert_eq!(line_of(t, &["version"]), Some(1));
     }
 }

@@ -266,7 +266,10 @@ pub fn validate_rows(
         let workload = WorkloadId::parse(&r.workload).ok_or_else(|| {
             err(
                 "workload",
-                format!("unknown workload `{}`, expected tmax or deepswe", r.workload),
+                format!(
+                    "unknown workload `{}`, expected tmax or deepswe",
+                    r.workload
+                ),
             )
         })?;
         let sha256 = r.sha256.to_ascii_lowercase();
@@ -306,16 +309,14 @@ pub fn validate_rows(
                 .unwrap_or("gcs_generation");
                 return Err(err(
                     missing,
-                    "a GCS location needs bucket, object and generation (reads are pinned)"
-                        .into(),
+                    "a GCS location needs bucket, object and generation (reads are pinned)".into(),
                 ));
             }
         };
         let hf = match (&r.hf_repo, &r.hf_revision, &r.hf_shard, &r.hf_member) {
             (None, None, None, None) => None,
             (Some(repo), Some(rev), Some(shard), Some(member)) => {
-                if rev.len() != 40 || !rev.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-                {
+                if rev.len() != 40 || !rev.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
                     return Err(err(
                         "hf_revision",
                         format!("expected a 40-hex lowercase commit, got `{rev}`"),

@@ -28,7 +28,10 @@ search:
   order: [tmax, deepswe]
 ";
 
-fn with_files(yaml: &str, manifest: &str) -> (tempfile::TempDir, Result<model::LoadedConfig, ConfigError>) {
+fn with_files(
+    yaml: &str,
+    manifest: &str,
+) -> (tempfile::TempDir, Result<model::LoadedConfig, ConfigError>) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("pipeline.yaml"), yaml).unwrap();
     std::fs::write(dir.path().join("manifest.csv"), manifest).unwrap();
@@ -40,13 +43,17 @@ fn err(yaml: &str) -> String {
     let (_d, r) = with_files(yaml, MANIFEST);
     let e = r.expect_err("must be refused").to_string();
     // Paths differ per temp dir: keep the part after the file name.
-    e.split_once("pipeline.yaml").map(|(_, t)| format!("pipeline.yaml{t}")).unwrap_or(e)
+    e.split_once("pipeline.yaml")
+        .map(|(_, t)| format!("pipeline.yaml{t}"))
+        .unwrap_or(e)
 }
 
 fn merr(manifest: &str) -> String {
     let (_d, r) = with_files(GOOD, manifest);
     let e = r.expect_err("must be refused").to_string();
-    e.split_once("manifest.csv").map(|(_, t)| format!("manifest.csv{t}")).unwrap_or(e)
+    e.split_once("manifest.csv")
+        .map(|(_, t)| format!("manifest.csv{t}"))
+        .unwrap_or(e)
 }
 
 #[test]
@@ -55,34 +62,59 @@ fn good_config_loads_with_archives_and_defaults() {
     let c = r.unwrap();
     assert_eq!(c.archives.len(), 2);
     assert_eq!(c.run_dir, dir.path().join("runs/demo"));
-    assert_eq!(c.config.sources.locations, vec![LocationKind::File, LocationKind::Gcs, LocationKind::Hf]);
+    assert_eq!(
+        c.config.sources.locations,
+        vec![LocationKind::File, LocationKind::Gcs, LocationKind::Hf]
+    );
     let a = &c.archives[0];
     assert_eq!(a.gcs.as_ref().unwrap().generation, 1_700_000_000_000_001);
-    assert_eq!(a.gcs.as_ref().unwrap().uri(), "gs://traces/tmax/tmax-000.tar.gz#1700000000000001");
-    assert_eq!(a.file.as_ref().unwrap().path, dir.path().join("archives/tmax-000.tar.gz"));
+    assert_eq!(
+        a.gcs.as_ref().unwrap().uri(),
+        "gs://traces/tmax/tmax-000.tar.gz#1700000000000001"
+    );
+    assert_eq!(
+        a.file.as_ref().unwrap().path,
+        dir.path().join("archives/tmax-000.tar.gz")
+    );
     assert!(c.archives[1].file.is_none());
-    assert_eq!(c.archives[1].hf.as_ref().unwrap().member, "deepswe-000.tar.zst");
+    assert_eq!(
+        c.archives[1].hf.as_ref().unwrap().member,
+        "deepswe-000.tar.zst"
+    );
     assert_eq!(c.layout(WorkloadId::Tmax).unwrap().identity, "trial.json");
-    assert_eq!(c.layout(WorkloadId::Deepswe).unwrap().request_start, "requests/{seq}.start");
+    assert_eq!(
+        c.layout(WorkloadId::Deepswe).unwrap().request_start,
+        "requests/{seq}.start"
+    );
     assert_eq!(c.config.ingest.parallel, 4);
     assert_eq!(c.sha256.len(), 64);
 }
 
 #[test]
 fn unknown_key_names_line_and_field() {
-    let y = GOOD.replace("    expect: { audited: 267", "    colour: red\n    expect: { audited: 267");
+    let y = GOOD.replace(
+        "    expect: { audited: 267",
+        "    colour: red\n    expect: { audited: 267",
+    );
     assert_eq!(
         err(&y),
         "pipeline.yaml:10: field `workloads.tmax.colour`: unknown field `colour`, expected one of `layout`, `expect`, `replay`"
     );
     let y = GOOD.replace("run_dir: runs/demo", "run_dir: runs/demo\nrundir: typo");
-    assert!(err(&y).starts_with("pipeline.yaml:3: field `rundir`: unknown field `rundir`"), "{}", err(&y));
+    assert!(
+        err(&y).starts_with("pipeline.yaml:3: field `rundir`: unknown field `rundir`"),
+        "{}",
+        err(&y)
+    );
 }
 
 #[test]
 fn missing_field_names_line_and_field() {
     let y = GOOD.replace(", gpus: 8 }\n  deepswe", " }\n  deepswe");
-    assert_eq!(err(&y), "pipeline.yaml:11: field `workloads.tmax.replay`: missing field `gpus`");
+    assert_eq!(
+        err(&y),
+        "pipeline.yaml:11: field `workloads.tmax.replay`: missing field `gpus`"
+    );
 }
 
 #[test]
@@ -93,7 +125,11 @@ fn bad_type_names_line_and_field() {
         "pipeline.yaml:16: field `search.seed`: invalid type: string \"twenty\", expected u64"
     );
     let y = GOOD.replace("locations: [file, gcs, hf]", "locations: [file, s3]");
-    assert!(err(&y).starts_with("pipeline.yaml:5: field `sources.locations[1]`: unknown variant `s3`"), "{}", err(&y));
+    assert!(
+        err(&y).starts_with("pipeline.yaml:5: field `sources.locations[1]`: unknown variant `s3`"),
+        "{}",
+        err(&y)
+    );
 }
 
 #[test]
@@ -104,33 +140,73 @@ fn semantic_errors_name_line_and_field() {
         "pipeline.yaml:17: field `search.order`: workload `deepswe` is configured but missing from the order"
     );
     let y = GOOD.replace("version: 1", "version: 2");
-    assert_eq!(err(&y), "pipeline.yaml:1: field `version`: unsupported version 2, this build reads version 1");
+    assert_eq!(
+        err(&y),
+        "pipeline.yaml:1: field `version`: unsupported version 2, this build reads version 1"
+    );
     let y = GOOD.replace("audited: 267, included: 253", "audited: 267, included: 268");
-    assert_eq!(err(&y), "pipeline.yaml:10: field `workloads.tmax.expect.included`: 268 included cannot exceed 267 audited");
+    assert_eq!(
+        err(&y),
+        "pipeline.yaml:10: field `workloads.tmax.expect.included`: 268 included cannot exceed 267 audited"
+    );
     let y = GOOD.replace("concurrency: 32", "concurrency: 0");
-    assert_eq!(err(&y), "pipeline.yaml:14: field `workloads.deepswe.replay.concurrency`: must be at least 1");
+    assert_eq!(
+        err(&y),
+        "pipeline.yaml:14: field `workloads.deepswe.replay.concurrency`: must be at least 1"
+    );
     let y = GOOD.replace("  manifest: manifest.csv\n", "");
-    assert_eq!(err(&y), "pipeline.yaml:3: field `sources`: missing `manifest` (a CSV path) or `archives` (inline rows)");
+    assert_eq!(
+        err(&y),
+        "pipeline.yaml:3: field `sources`: missing `manifest` (a CSV path) or `archives` (inline rows)"
+    );
 }
 
 #[test]
 fn manifest_errors_name_line_and_column() {
     let m = MANIFEST.replace(",324649,", ",lots,");
-    assert_eq!(merr(&m), "manifest.csv:2: field `bytes`: expected a non-negative integer, got `lots`");
+    assert_eq!(
+        merr(&m),
+        "manifest.csv:2: field `bytes`: expected a non-negative integer, got `lots`"
+    );
     let m = MANIFEST.replace("d38f9994b27ea8f7", "zz");
-    assert!(merr(&m).starts_with("manifest.csv:2: field `sha256`: archive `tmax-000`: expected 64 hex characters"), "{}", merr(&m));
+    assert!(
+        merr(&m).starts_with(
+            "manifest.csv:2: field `sha256`: archive `tmax-000`: expected 64 hex characters"
+        ),
+        "{}",
+        merr(&m)
+    );
     let m = MANIFEST.replace(",1700000000000001,", ",,");
-    assert_eq!(merr(&m), "manifest.csv:2: field `gcs_generation`: archive `tmax-000`: a GCS location needs bucket, object and generation (reads are pinned)");
+    assert_eq!(
+        merr(&m),
+        "manifest.csv:2: field `gcs_generation`: archive `tmax-000`: a GCS location needs bucket, object and generation (reads are pinned)"
+    );
     let m = MANIFEST.replace("0123456789abcdef0123456789abcdef01234567", "main");
-    assert_eq!(merr(&m), "manifest.csv:3: field `hf_revision`: archive `deepswe-000`: expected a 40-hex lowercase commit, got `main`");
+    assert_eq!(
+        merr(&m),
+        "manifest.csv:3: field `hf_revision`: archive `deepswe-000`: expected a 40-hex lowercase commit, got `main`"
+    );
     let m = MANIFEST.replace("deepswe-000,deepswe", "tmax-000,deepswe");
-    assert_eq!(merr(&m), "manifest.csv:3: field `archive_id`: archive `tmax-000`: appears twice in the manifest");
+    assert_eq!(
+        merr(&m),
+        "manifest.csv:3: field `archive_id`: archive `tmax-000`: appears twice in the manifest"
+    );
     let m = MANIFEST.replace(",file_path\n", ",file_path,colour\n");
-    assert!(merr(&m).starts_with("manifest.csv:1: field `colour`: unknown column"), "{}", merr(&m));
+    assert!(
+        merr(&m).starts_with("manifest.csv:1: field `colour`: unknown column"),
+        "{}",
+        merr(&m)
+    );
     let m = MANIFEST.replace(",deepswe,", ",swe,");
-    assert_eq!(merr(&m), "manifest.csv:3: field `workload`: archive `deepswe-000`: unknown workload `swe`, expected tmax or deepswe");
+    assert_eq!(
+        merr(&m),
+        "manifest.csv:3: field `workload`: archive `deepswe-000`: unknown workload `swe`, expected tmax or deepswe"
+    );
     let m = MANIFEST.replace(",org/traces,0123456789abcdef0123456789abcdef01234567,raw/shard-00000.tar,deepswe-000.tar.zst,", ",,,,,");
-    assert_eq!(merr(&m), "manifest.csv:3: field `file_path`: archive `deepswe-000`: has no location: give gcs_*, hf_* or file_path");
+    assert_eq!(
+        merr(&m),
+        "manifest.csv:3: field `file_path`: archive `deepswe-000`: has no location: give gcs_*, hf_* or file_path"
+    );
 }
 
 #[test]
@@ -142,11 +218,19 @@ fn inline_archives_are_validated_like_the_csv() {
     let (_d, r) = with_files(&y, MANIFEST);
     assert_eq!(r.unwrap().archives[0].archive_id, "a1");
     let y2 = y.replace("bytes: 10,", "bytes: 0,");
-    assert_eq!(err(&y2), "pipeline.yaml:4: field `sources.archives[0].bytes`: archive `a1`: an archive cannot be empty");
+    assert_eq!(
+        err(&y2),
+        "pipeline.yaml:4: field `sources.archives[0].bytes`: archive `a1`: an archive cannot be empty"
+    );
 }
 
 #[test]
 fn missing_file_names_path() {
-    let e = load_config_str(Path::new("/nonexistent/pipeline.yaml"), GOOD).unwrap_err().to_string();
-    assert!(e.starts_with("cannot read /nonexistent/manifest.csv:"), "{e}");
+    let e = load_config_str(Path::new("/nonexistent/pipeline.yaml"), GOOD)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("cannot read /nonexistent/manifest.csv:"),
+        "{e}"
+    );
 }

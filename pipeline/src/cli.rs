@@ -91,7 +91,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                     e.audited, e.included, e.pilot, e.start_files
                 );
             }
-            println!("run it: pipeline run {}", out.join("pipeline.yaml").display());
+            println!(
+                "run it: pipeline run {}",
+                out.join("pipeline.yaml").display()
+            );
             Ok(())
         }
         Command::Check { config } => {

@@ -1,0 +1,293 @@
+//! Declared schemas of the audit's frames (rendered into `schemas/` and checked on write).
+
+use frames::schema::{ColumnType::*, FrameSpec, col};
+
+/// `attempts.parquet`.
+pub const ATTEMPTS: FrameSpec = FrameSpec {
+    name: "attempts",
+    doc: "One row per attempt directory found in any archive (census, pilot, included and excluded).",
+    columns: &[
+        col("workload", Str, false, "tmax or deepswe"),
+        col(
+            "task_id",
+            Str,
+            true,
+            "benchmark task id (identity file, else the directory)",
+        ),
+        col(
+            "attempt_id",
+            Str,
+            false,
+            "attempt (trial) id, from the attempt directory",
+        ),
+        col(
+            "run",
+            Str,
+            true,
+            "census or pilot (null when the identity file is unreadable)",
+        ),
+        col(
+            "archive_id",
+            Str,
+            false,
+            "manifest id of the original archive",
+        ),
+        col(
+            "archive_sha256",
+            Str,
+            false,
+            "SHA256 of the verified original archive",
+        ),
+        col(
+            "member_prefix",
+            Str,
+            false,
+            "attempt directory inside the archive",
+        ),
+        col(
+            "gen_start",
+            F64,
+            true,
+            "generation start: identity-file mtime, UTC epoch seconds",
+        ),
+        col(
+            "gen_end",
+            F64,
+            true,
+            "generation end: completed_utc, UTC epoch seconds (null if never completed)",
+        ),
+        col(
+            "gen_start_utc",
+            DatetimeNs,
+            true,
+            "gen_start as a UTC datetime (ns)",
+        ),
+        col(
+            "gen_end_utc",
+            DatetimeNs,
+            true,
+            "gen_end as a UTC datetime (ns)",
+        ),
+        col(
+            "duration_s",
+            F64,
+            true,
+            "fixed duration d = gen_end - gen_start, seconds",
+        ),
+        col("n_requests", U32, false, "request-start files"),
+        col(
+            "n_intervals",
+            U32,
+            false,
+            "request intervals after clipping and merging",
+        ),
+        col(
+            "request_s",
+            F64,
+            false,
+            "length of the union of the kept request intervals, seconds",
+        ),
+        col("quota_cores", F64, true, "reserved CPU cores"),
+        col("quota_gib", F64, true, "reserved RAM, GiB"),
+        col("n_blobs", U32, false, "image layers listed"),
+        col(
+            "completed_utc",
+            Str,
+            true,
+            "completed_utc as recorded (RFC 3339)",
+        ),
+        col("termination", Str, true, "deepswe: how the agent stopped"),
+        col(
+            "infra_error",
+            Str,
+            true,
+            "deepswe: infrastructure failure text",
+        ),
+        col("exception_type", Str, true, "tmax: exception type"),
+        col("exception_message", Str, true, "tmax: exception message"),
+        col("reward", F64, true, "tmax: reward (0 = wrong answer)"),
+        col("included", Bool, false, "in the workload's cohort"),
+        col(
+            "exclusion_reason",
+            Str,
+            true,
+            "why not (see exclusions.parquet for the detail)",
+        ),
+        col("flagged", Bool, false, "kept in the cohort but flagged"),
+        col("flag_reason", Str, true, "why flagged (llm_query_error)"),
+    ],
+};
+
+/// `requests.parquet`.
+pub const REQUESTS: FrameSpec = FrameSpec {
+    name: "requests",
+    doc: "One row per kept request interval (clipped to the generation lifetime and merged), every attempt with a readable identity.",
+    columns: &[
+        col("workload", Str, false, "tmax or deepswe"),
+        col("attempt_id", Str, false, "attempt id"),
+        col(
+            "seqs",
+            ListU64,
+            false,
+            "request sequence numbers merged into this interval",
+        ),
+        col(
+            "start_offset_s",
+            F64,
+            false,
+            "start, seconds after gen_start",
+        ),
+        col(
+            "end_offset_s",
+            F64,
+            false,
+            "end (exclusive), seconds after gen_start",
+        ),
+        col(
+            "archive_sha256",
+            Str,
+            false,
+            "SHA256 of the verified original archive",
+        ),
+        col(
+            "member_prefix",
+            Str,
+            false,
+            "attempt directory inside the archive",
+        ),
+    ],
+};
+
+/// `clipping.parquet`.
+pub const CLIPPING: FrameSpec = FrameSpec {
+    name: "clipping",
+    doc: "One row per clip, drop, merge or timing anomaly; times are absolute UTC epoch seconds.",
+    columns: &[
+        col("workload", Str, false, "tmax or deepswe"),
+        col("attempt_id", Str, false, "attempt id"),
+        col("seqs", ListU64, false, "request sequence numbers concerned"),
+        col(
+            "raw_start",
+            F64,
+            true,
+            "interval start before the change (null for an orphan timer)",
+        ),
+        col(
+            "raw_end",
+            F64,
+            true,
+            "interval end before the change (null for an orphan timer, or a missing timer without generation end)",
+        ),
+        col(
+            "kept_start",
+            F64,
+            true,
+            "interval start after the change (null when dropped)",
+        ),
+        col(
+            "kept_end",
+            F64,
+            true,
+            "interval end after the change (null when dropped)",
+        ),
+        col(
+            "seconds_removed",
+            F64,
+            false,
+            "request seconds removed by this change",
+        ),
+        col(
+            "reason",
+            Str,
+            false,
+            "missing_timer, orphan_timer, before_generation_start, after_generation_end, outside_generation or merged_overlap",
+        ),
+        col("included", Bool, false, "the attempt is in the cohort"),
+        col(
+            "archive_sha256",
+            Str,
+            false,
+            "SHA256 of the verified original archive",
+        ),
+        col(
+            "member_prefix",
+            Str,
+            false,
+            "attempt directory inside the archive",
+        ),
+    ],
+};
+
+/// `exclusions.parquet`.
+pub const EXCLUSIONS: FrameSpec = FrameSpec {
+    name: "exclusions",
+    doc: "One row per attempt not in its workload's cohort, with the reason and the evidence.",
+    columns: &[
+        col("workload", Str, false, "tmax or deepswe"),
+        col("attempt_id", Str, false, "attempt id"),
+        col("task_id", Str, true, "task id"),
+        col("run", Str, true, "census or pilot"),
+        col(
+            "reason",
+            Str,
+            false,
+            "execution_exception, infrastructure_failure, superseded_by_census, duplicate_attempt, malformed_record or missing_file",
+        ),
+        col("detail", Str, false, "what was found"),
+        col(
+            "archive_id",
+            Str,
+            false,
+            "manifest id of the original archive",
+        ),
+        col(
+            "archive_sha256",
+            Str,
+            false,
+            "SHA256 of the verified original archive",
+        ),
+        col(
+            "member_path",
+            Str,
+            false,
+            "the member (or attempt directory) that shows it",
+        ),
+    ],
+};
+
+/// `blobs.parquet`.
+pub const BLOBS: FrameSpec = FrameSpec {
+    name: "blobs",
+    doc: "One row per unique compressed image layer digest listed by any attempt.",
+    columns: &[
+        col("digest", Str, false, "sha256:<hex>"),
+        col("compressed_bytes", U64, false, "compressed size in bytes"),
+        col(
+            "compressed_gib",
+            F64,
+            false,
+            "compressed size in GiB (2^30 bytes)",
+        ),
+    ],
+};
+
+/// `attempt_blobs.parquet`.
+pub const ATTEMPT_BLOBS: FrameSpec = FrameSpec {
+    name: "attempt_blobs",
+    doc: "One row per (attempt, image layer) use.",
+    columns: &[
+        col("workload", Str, false, "tmax or deepswe"),
+        col("attempt_id", Str, false, "attempt id"),
+        col("digest", Str, false, "sha256:<hex>"),
+    ],
+};
+
+/// Every audit frame, in write order.
+pub const AUDIT_FRAME_SPECS: [&FrameSpec; 6] = [
+    &ATTEMPTS,
+    &REQUESTS,
+    &CLIPPING,
+    &EXCLUSIONS,
+    &BLOBS,
+    &ATTEMPT_BLOBS,
+];

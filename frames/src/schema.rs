@@ -1,0 +1,170 @@
+//! Declared frame schemas: the columns each Parquet frame must have, their JSON-schema
+//! rendering for `schemas/`, and a check of a written frame against its declaration.
+
+use polars::prelude::{DataFrame, DataType, TimeUnit};
+use serde_json::{Value, json};
+
+/// A column type as users see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ColumnType {
+    /// UTF-8 string.
+    Str,
+    /// 64-bit float.
+    F64,
+    /// Unsigned 32-bit integer.
+    U32,
+    /// Unsigned 64-bit integer.
+    U64,
+    /// Signed 64-bit integer.
+    I64,
+    /// Boolean.
+    Bool,
+    /// UTC datetime, nanoseconds.
+    DatetimeNs,
+    /// List of unsigned 64-bit integers.
+    ListU64,
+}
+
+impl ColumnType {
+    fn matches(self, dt: &DataType) -> bool {
+        match self {
+            ColumnType::Str => matches!(dt, DataType::String),
+            ColumnType::F64 => matches!(dt, DataType::Float64),
+            ColumnType::U32 => matches!(dt, DataType::UInt32),
+            ColumnType::U64 => matches!(dt, DataType::UInt64),
+            ColumnType::I64 => matches!(dt, DataType::Int64),
+            ColumnType::Bool => matches!(dt, DataType::Boolean),
+            ColumnType::DatetimeNs => {
+                matches!(dt, DataType::Datetime(TimeUnit::Nanoseconds, Some(tz)) if tz.as_str() == "UTC")
+            }
+            ColumnType::ListU64 => {
+                matches!(dt, DataType::List(inner) if **inner == DataType::UInt64)
+            }
+        }
+    }
+
+    fn json(self) -> (Value, &'static str) {
+        match self {
+            ColumnType::Str => (json!("string"), "utf8"),
+            ColumnType::F64 => (json!("number"), "float64"),
+            ColumnType::U32 => (json!("integer"), "uint32"),
+            ColumnType::U64 => (json!("integer"), "uint64"),
+            ColumnType::I64 => (json!("integer"), "int64"),
+            ColumnType::Bool => (json!("boolean"), "bool"),
+            ColumnType::DatetimeNs => (json!("string"), "timestamp[ns, tz=UTC]"),
+            ColumnType::ListU64 => (json!("array"), "list<uint64>"),
+        }
+    }
+}
+
+/// One declared column.
+#[derive(Debug, Clone, Copy)]
+pub struct ColumnSpec {
+    /// Name.
+    pub name: &'static str,
+    /// Type.
+    pub ty: ColumnType,
+    /// May hold nulls.
+    pub nullable: bool,
+    /// What it means (units included).
+    pub doc: &'static str,
+}
+
+/// Shorthand for a declared column.
+pub const fn col(
+    name: &'static str,
+    ty: ColumnType,
+    nullable: bool,
+    doc: &'static str,
+) -> ColumnSpec {
+    ColumnSpec {
+        name,
+        ty,
+        nullable,
+        doc,
+    }
+}
+
+/// A declared frame.
+#[derive(Debug, Clone, Copy)]
+pub struct FrameSpec {
+    /// Frame name (file stem).
+    pub name: &'static str,
+    /// What one row is.
+    pub doc: &'static str,
+    /// Columns in order.
+    pub columns: &'static [ColumnSpec],
+}
+
+impl FrameSpec {
+    /// JSON Schema (2020-12) of one row, with the Arrow type of each column.
+    pub fn json_schema(&self, schema_version: u32) -> Value {
+        let mut props = serde_json::Map::new();
+        for c in self.columns {
+            let (t, arrow) = c.ty.json();
+            let ty = if c.nullable { json!([t, "null"]) } else { t };
+            let mut p = json!({"type": ty, "description": c.doc, "x-arrow-type": arrow});
+            if c.ty == ColumnType::ListU64 {
+                p["items"] = json!({"type": "integer", "minimum": 0});
+            }
+            if c.ty == ColumnType::DatetimeNs {
+                p["format"] = json!("date-time");
+            }
+            props.insert(c.name.to_string(), p);
+        }
+        json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": format!("agentrace/{}.schema.json", self.name),
+            "title": format!("{}.parquet (one row)", self.name),
+            "description": self.doc,
+            "x-frame": self.name,
+            "x-schema-version": schema_version,
+            "type": "object",
+            "properties": props,
+            "required": self.columns.iter().map(|c| c.name).collect::<Vec<_>>(),
+            "additionalProperties": false,
+        })
+    }
+
+    /// Pretty JSON text of the schema, newline-terminated.
+    pub fn json_schema_text(&self, schema_version: u32) -> String {
+        serde_json::to_string_pretty(&self.json_schema(schema_version)).expect("json") + "\n"
+    }
+
+    /// Check a frame's columns (names, order, types, nulls) against the declaration.
+    pub fn check(&self, df: &DataFrame) -> Result<(), String> {
+        let names: Vec<String> = df
+            .get_column_names()
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let want: Vec<&str> = self.columns.iter().map(|c| c.name).collect();
+        if names != want {
+            return Err(format!(
+                "{}: columns {:?}, declared {:?}",
+                self.name, names, want
+            ));
+        }
+        for c in self.columns {
+            let column = df.column(c.name).map_err(|e| e.to_string())?;
+            if !c.ty.matches(column.dtype()) {
+                return Err(format!(
+                    "{}.{}: type {:?}, declared {:?}",
+                    self.name,
+                    c.name,
+                    column.dtype(),
+                    c.ty
+                ));
+            }
+            if !c.nullable && column.null_count() > 0 {
+                return Err(format!(
+                    "{}.{}: {} nulls in a non-null column",
+                    self.name,
+                    c.name,
+                    column.null_count()
+                ));
+            }
+        }
+        Ok(())
+    }
+}
