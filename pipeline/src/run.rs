@@ -1,0 +1,315 @@
+//! `pipeline run`: ingest, audit, replay and report in order, skipping unchanged stages,
+//! then `provenance.json` and `run.json`.
+
+use crate::provenance;
+use crate::stages::{
+    STAGES, StageOutcome, StageRecord, can_skip, fingerprint, hash_outputs, read_record,
+    stage_outputs, timed, write_record,
+};
+use anyhow::{Context, Result, anyhow};
+use model::LoadedConfig;
+use model::run_dir::RunDir;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The embedded default run (the repository's `pipeline.yaml`).
+pub const EMBEDDED_PIPELINE_YAML: &str = include_str!("../../pipeline.yaml");
+/// Where the embedded run expects (and generates) its demo corpus.
+pub const EMBEDDED_CORPUS_DIR: &str = "runs/demo-corpus";
+
+/// Choices of one `pipeline run`.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Rerun every stage even if unchanged.
+    pub force: bool,
+    /// Ingest from the store alone.
+    pub offline: bool,
+    /// Worker threads for audit and replay (results do not depend on it).
+    pub threads: Option<usize>,
+    /// No progress output.
+    pub quiet: bool,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The config file.
+    pub config: PathBuf,
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Each stage.
+    pub stages: Vec<StageOutcome>,
+    /// Headline figures per workload.
+    pub workloads: BTreeMap<String, serde_json::Value>,
+}
+
+/// Load the embedded default config, generating the demo corpus under `base` if absent.
+pub fn embedded_config(base: &Path, quiet: bool) -> Result<LoadedConfig> {
+    let corpus = base.join(EMBEDDED_CORPUS_DIR);
+    if !corpus.join("manifest.csv").is_file() {
+        if !quiet {
+            eprintln!(
+                "pipeline: generating the demo corpus in {} (full scale, seed {})",
+                corpus.display(),
+                demo::DEFAULT_SEED
+            );
+        }
+        demo::generate(&corpus, demo::Scale::Full, demo::DEFAULT_SEED)
+            .with_context(|| format!("writing the demo corpus to {}", corpus.display()))?;
+    }
+    Ok(model::config::load_config_str(
+        &base.join("pipeline.yaml"),
+        EMBEDDED_PIPELINE_YAML,
+    )?)
+}
+
+struct Progress {
+    quiet: bool,
+}
+
+impl ingest::ProgressSink for Progress {
+    fn begin(&self, archives: u64, bytes: u64) {
+        if !self.quiet {
+            eprintln!("ingest: {archives} archives, up to {bytes} bytes to verify");
+        }
+    }
+    fn archive_done(&self, archive_id: &str, status: &str) {
+        if !self.quiet && status != "verified" && status != "in_store" {
+            eprintln!("ingest: {archive_id}: {status}");
+        }
+    }
+    fn note(&self, line: &str) {
+        if !self.quiet {
+            eprintln!("ingest: {line}");
+        }
+    }
+}
+
+/// Run every stage of `cfg`.
+pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
+    let run = RunDir::new(&cfg.run_dir);
+    std::fs::create_dir_all(run.root())
+        .with_context(|| format!("cannot create {}", run.root().display()))?;
+    let started = chrono::Utc::now();
+    let mut outcomes = Vec::new();
+    let mut prior: BTreeMap<String, String> = BTreeMap::new();
+    let mut workloads = BTreeMap::new();
+    for stage in STAGES {
+        let fp = fingerprint(cfg, stage, &prior);
+        let say = |msg: &str| {
+            if !opts.quiet {
+                eprintln!("{stage}: {msg}");
+            }
+        };
+        if !opts.force && can_skip(&run, stage, &fp) {
+            let rec = read_record(&run, stage).expect("can_skip read it");
+            say("inputs and config unchanged, skipped");
+            outcomes.push(StageOutcome {
+                stage: stage.into(),
+                skipped: true,
+                seconds: 0.0,
+                summary: "unchanged, skipped".into(),
+            });
+            prior = rec.outputs;
+            continue;
+        }
+        say("running");
+        let (summary, seconds) = timed(|| run_stage(stage, cfg, opts, &mut workloads))?;
+        let mut names: Vec<String> = stage_outputs(stage).iter().map(|s| s.to_string()).collect();
+        if stage == "ingest" {
+            for a in &cfg.archives {
+                names.push(format!("store/sha256/{}", a.sha256));
+            }
+        }
+        let outputs = hash_outputs(&run, &names)?;
+        write_record(
+            &run,
+            &StageRecord {
+                format_version: model::run_dir::JSON_FORMAT_VERSION,
+                stage: stage.into(),
+                fingerprint: fp,
+                outputs: outputs.clone(),
+            },
+        )?;
+        say(&summary);
+        outcomes.push(StageOutcome {
+            stage: stage.into(),
+            skipped: false,
+            seconds,
+            summary,
+        });
+        prior = outputs;
+    }
+    provenance::write_provenance(cfg, &run)?;
+    provenance::write_run_json(cfg, &run, started, &outcomes)?;
+    if workloads.is_empty() {
+        workloads = headline_from_files(&run);
+    }
+    Ok(RunSummary {
+        config: cfg.path.clone(),
+        run_dir: cfg.run_dir.clone(),
+        stages: outcomes,
+        workloads,
+    })
+}
+
+fn run_stage(
+    stage: &str,
+    cfg: &LoadedConfig,
+    opts: &RunOptions,
+    workloads: &mut BTreeMap<String, serde_json::Value>,
+) -> Result<String> {
+    match stage {
+        "ingest" => {
+            let mut io = ingest::IngestOptions::from_process_env();
+            io.offline = opts.offline;
+            io.progress = Arc::new(Progress { quiet: opts.quiet });
+            let r = ingest::run(cfg, &io).context("ingest failed")?;
+            Ok(r.summary_line())
+        }
+        "audit" => {
+            let r = audit::run(
+                cfg,
+                &audit::AuditOptions {
+                    threads: opts.threads,
+                },
+            )
+            .context("audit failed")?;
+            let parts: Vec<String> = r
+                .document
+                .workloads
+                .iter()
+                .map(|(w, s)| {
+                    format!(
+                        "{w} {}/{} included ({} pilot)",
+                        s.included, s.audited, s.pilot
+                    )
+                })
+                .collect();
+            Ok(format!(
+                "cohort matches pipeline.yaml: {}",
+                parts.join(", ")
+            ))
+        }
+        "replay" => {
+            let r = replay::run(
+                cfg,
+                &replay::ReplayOptions {
+                    threads: opts.threads,
+                },
+            )
+            .context("replay failed")?;
+            for w in &r.workloads {
+                workloads.insert(
+                    w.workload.as_str().to_string(),
+                    serde_json::to_value(w.best_found)?,
+                );
+            }
+            let parts: Vec<String> = r
+                .workloads
+                .iter()
+                .map(|w| {
+                    format!(
+                        "{} D={:.0}s, {} candidates, {} schedules validated",
+                        w.workload,
+                        w.deadline_s,
+                        w.candidates_evaluated,
+                        w.selected.iter().filter(|s| s.validated).count()
+                    )
+                })
+                .collect();
+            Ok(parts.join("; "))
+        }
+        "report" => {
+            let r = crate::report::write_report(cfg)?;
+            Ok(format!("wrote {}", r.display()))
+        }
+        other => Err(anyhow!("unknown stage {other}")),
+    }
+}
+
+fn headline_from_files(run: &RunDir) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    if let Ok(text) = std::fs::read_to_string(run.file("audit.json"))
+        && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
+        && let Some(ws) = v["workloads"].as_object()
+    {
+        for (w, s) in ws {
+            out.insert(
+                w.clone(),
+                serde_json::json!({"audited": s["audited"], "included": s["included"], "pilot": s["pilot"]}),
+            );
+        }
+    }
+    out
+}
+
+/// The terminal summary: stages, then per workload and resource the resource-hours table.
+pub fn summary_table(s: &RunSummary) -> Result<String> {
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = writeln!(out, "\nstage    status    seconds  summary");
+    for st in &s.stages {
+        let _ = writeln!(
+            out,
+            "{:<8} {:<9} {:>7.2}  {}",
+            st.stage,
+            if st.skipped { "skipped" } else { "ran" },
+            st.seconds,
+            st.summary
+        );
+    }
+    let run = RunDir::new(&s.run_dir);
+    if let Ok(df) = frames::read_frame(
+        &run.file("bounds.parquet"),
+        "bounds",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    ) {
+        let col_s = |c: &str| -> Vec<String> {
+            df.column(c)
+                .ok()
+                .and_then(|x| {
+                    x.str()
+                        .ok()
+                        .map(|a| a.iter().map(|v| v.unwrap_or("").to_string()).collect())
+                })
+                .unwrap_or_default()
+        };
+        let col_f = |c: &str| -> Vec<Option<f64>> {
+            df.column(c)
+                .ok()
+                .and_then(|x| x.f64().ok().map(|a| a.iter().collect()))
+                .unwrap_or_default()
+        };
+        let (w, r) = (col_s("workload"), col_s("resource"));
+        let (fh, fi, bf, lb, gp) = (
+            col_f("fifo_holding_h"),
+            col_f("fifo_ideal_h"),
+            col_f("best_found_h"),
+            col_f("lower_bound_h"),
+            col_f("gap_pct"),
+        );
+        let f = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            out,
+            "\nworkload resource  FIFO-holding   FIFO-ideal   best-found  lower-bound    gap%"
+        );
+        for i in 0..w.len() {
+            let _ = writeln!(
+                out,
+                "{:<8} {:<8} {:>13} {:>12} {:>12} {:>12} {:>7}",
+                w[i],
+                r[i],
+                f(fh[i]),
+                f(fi[i]),
+                f(bf[i]),
+                f(lb[i]),
+                f(gp[i])
+            );
+        }
+    }
+    let _ = writeln!(out, "\nreport: {}", run.file("report.html").display());
+    Ok(out)
+}

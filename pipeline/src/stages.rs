@@ -1,0 +1,145 @@
+//! Running the stages in order with skip-when-unchanged: each stage's inputs (config hash,
+//! tool version, the input files' hashes) form a fingerprint recorded beside its outputs.
+
+use anyhow::{Context, Result};
+use model::LoadedConfig;
+use model::run_dir::RunDir;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+/// The stages, in order.
+pub const STAGES: [&str; 4] = ["ingest", "audit", "replay", "report"];
+
+/// Outputs each stage writes (relative to the run directory). The store's blobs are added
+/// for ingest at run time.
+pub fn stage_outputs(stage: &str) -> Vec<&'static str> {
+    match stage {
+        "ingest" => vec!["ledger.parquet"],
+        "audit" => vec![
+            "attempts.parquet",
+            "requests.parquet",
+            "clipping.parquet",
+            "exclusions.parquet",
+            "blobs.parquet",
+            "attempt_blobs.parquet",
+            "audit.json",
+        ],
+        "replay" => vec![
+            "schedules.parquet",
+            "joint_schedules.csv",
+            "bounds.parquet",
+            "search_trace.parquet",
+        ],
+        "report" => vec!["report.md", "report.html"],
+        _ => vec![],
+    }
+}
+
+/// What a stage recorded the last time it completed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StageRecord {
+    /// Format version.
+    pub format_version: u32,
+    /// Stage name.
+    pub stage: String,
+    /// Hash of the inputs.
+    pub fingerprint: String,
+    /// Output file (relative to run_dir) -> SHA256.
+    pub outputs: BTreeMap<String, String>,
+}
+
+/// SHA256 of a file, streaming.
+pub fn sha256_file(path: &Path) -> Result<String> {
+    let mut f =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut h = Sha256::new();
+    std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(hex::encode(h.finalize()))
+}
+
+fn record_path(run: &RunDir, stage: &str) -> PathBuf {
+    run.root().join(".stages").join(format!("{stage}.json"))
+}
+
+/// The outputs of a stage that exist now, with their hashes.
+pub fn hash_outputs(run: &RunDir, names: &[String]) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for n in names {
+        let p = run.file(n);
+        if p.is_file() {
+            out.insert(n.clone(), sha256_file(&p)?);
+        }
+    }
+    Ok(out)
+}
+
+/// The inputs fingerprint of a stage: config hash, tool version, and the previous stage's
+/// recorded outputs.
+pub fn fingerprint(cfg: &LoadedConfig, stage: &str, prior: &BTreeMap<String, String>) -> String {
+    let mut h = Sha256::new();
+    h.update(format!("agentrace {} stage {stage}\n", model::TOOL_VERSION));
+    h.update(format!("pipeline.yaml {}\n", cfg.sha256));
+    for a in &cfg.archives {
+        h.update(format!(
+            "archive {} {} {}\n",
+            a.archive_id, a.sha256, a.bytes
+        ));
+    }
+    for (k, v) in prior {
+        h.update(format!("input {k} {v}\n"));
+    }
+    hex::encode(h.finalize())
+}
+
+/// Whether the stage can be skipped: same fingerprint and every recorded output unchanged.
+pub fn can_skip(run: &RunDir, stage: &str, fp: &str) -> bool {
+    let Ok(text) = std::fs::read_to_string(record_path(run, stage)) else {
+        return false;
+    };
+    let Ok(rec) = serde_json::from_str::<StageRecord>(&text) else {
+        return false;
+    };
+    if rec.fingerprint != fp || rec.outputs.is_empty() {
+        return false;
+    }
+    rec.outputs
+        .iter()
+        .all(|(name, sha)| sha256_file(&run.file(name)).ok().as_deref() == Some(sha))
+}
+
+/// Read a stage's record, if any.
+pub fn read_record(run: &RunDir, stage: &str) -> Option<StageRecord> {
+    let text = std::fs::read_to_string(record_path(run, stage)).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Record a completed stage.
+pub fn write_record(run: &RunDir, rec: &StageRecord) -> Result<()> {
+    let p = record_path(run, &rec.stage);
+    let text = serde_json::to_string_pretty(rec)? + "\n";
+    frames::atomic_write(&p, text.as_bytes())?;
+    Ok(())
+}
+
+/// How one stage went.
+#[derive(Debug, Clone, Serialize)]
+pub struct StageOutcome {
+    /// Stage name.
+    pub stage: String,
+    /// Skipped because nothing changed.
+    pub skipped: bool,
+    /// Wall seconds.
+    pub seconds: f64,
+    /// One-line summary.
+    pub summary: String,
+}
+
+/// Time a closure.
+pub fn timed<T>(f: impl FnOnce() -> Result<T>) -> Result<(T, f64)> {
+    let t = Instant::now();
+    let v = f()?;
+    Ok((v, t.elapsed().as_secs_f64()))
+}
