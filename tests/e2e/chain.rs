@@ -1,0 +1,197 @@
+//! End to end: the small demo corpus through ingest, audit, replay and report; skipping,
+//! provenance, verification and tampering.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn pipeline_bin() -> PathBuf {
+    // The pipeline binary sits beside this test's deps directory.
+    let mut p = std::env::current_exe().unwrap();
+    p.pop();
+    if p.ends_with("deps") {
+        p.pop();
+    }
+    p.join("pipeline")
+}
+
+fn build_bin() {
+    // cargo builds workspace binaries only for their own package's tests; build it here.
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "pipeline", "--bin", "pipeline"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+fn demo(dir: &Path) -> PathBuf {
+    demo::generate(dir, demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    dir.join("pipeline.yaml")
+}
+
+fn run(cfg: &Path) -> pipeline::run::RunSummary {
+    let cfg = model::load_config(cfg).unwrap();
+    pipeline::run::run_all(
+        &cfg,
+        &pipeline::run::RunOptions {
+            quiet: true,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+#[test]
+fn small_demo_runs_end_to_end_then_skips_and_verifies() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    let first = run(&cfg);
+    assert!(
+        first.stages.iter().all(|s| !s.skipped),
+        "{:?}",
+        first.stages
+    );
+    let run_dir = d.path().join("run");
+    for f in [
+        "ledger.parquet",
+        "attempts.parquet",
+        "requests.parquet",
+        "clipping.parquet",
+        "exclusions.parquet",
+        "blobs.parquet",
+        "attempt_blobs.parquet",
+        "audit.json",
+        "schedules.parquet",
+        "joint_schedules.csv",
+        "bounds.parquet",
+        "search_trace.parquet",
+        "report.html",
+        "report.md",
+        "provenance.json",
+        "run.json",
+    ] {
+        assert!(run_dir.join(f).is_file(), "{f} missing");
+    }
+    let second = run(&cfg);
+    let skipped: Vec<bool> = second.stages.iter().map(|s| s.skipped).collect();
+    assert_eq!(skipped, vec![true, true, true, true]);
+    let ok = pipeline::provenance::verify(&run_dir, true).unwrap();
+    assert!(ok.differences.is_empty(), "{:?}", ok.differences);
+    assert!(ok.checked > 20);
+}
+
+fn flip_byte(p: &Path) {
+    let mut b = std::fs::read(p).unwrap();
+    let i = b.len() / 2;
+    b[i] ^= 0x01;
+    std::fs::write(p, b).unwrap();
+}
+
+#[test]
+fn verify_names_the_changed_file() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    run(&cfg);
+    let run_dir = d.path().join("run");
+    let targets: Vec<PathBuf> = {
+        let store = std::fs::read_dir(run_dir.join("store/sha256"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .next()
+            .unwrap();
+        vec![
+            run_dir.join("attempts.parquet"),
+            run_dir.join("joint_schedules.csv"),
+            run_dir.join("report.html"),
+            store,
+        ]
+    };
+    for t in targets {
+        let keep = std::fs::read(&t).unwrap();
+        flip_byte(&t);
+        let r = pipeline::provenance::verify(&run_dir, false).unwrap();
+        assert_eq!(r.differences.len(), 1, "{:?}", r.differences);
+        assert!(
+            r.differences[0].starts_with(&t.display().to_string()),
+            "{:?} should name {}",
+            r.differences,
+            t.display()
+        );
+        std::fs::write(&t, keep).unwrap();
+    }
+    let r = pipeline::provenance::verify(&run_dir, false).unwrap();
+    assert!(r.differences.is_empty());
+}
+
+#[test]
+fn two_run_directories_give_identical_output_hashes() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    run(&demo(a.path()));
+    run(&demo(b.path()));
+    let outputs = |d: &Path| -> Vec<(String, String)> {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.join("run/provenance.json")).unwrap())
+                .unwrap();
+        v["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["path"].as_str().unwrap().to_string(),
+                    o["sha256"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let (oa, ob) = (outputs(a.path()), outputs(b.path()));
+    let differing: Vec<&String> = oa
+        .iter()
+        .zip(&ob)
+        .filter(|(x, y)| x != y)
+        .map(|(x, _)| &x.0)
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "outputs differ between run directories: {differing:?}"
+    );
+    assert_eq!(oa.len(), ob.len());
+    assert_eq!(
+        std::fs::read(a.path().join("run/provenance.json")).unwrap(),
+        std::fs::read(b.path().join("run/provenance.json")).unwrap()
+    );
+}
+
+#[test]
+fn cli_errors_are_one_line_with_exit_codes() {
+    build_bin();
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    let text = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("run_dir: run", "run_dir: run\ncolour: red");
+    std::fs::write(&cfg, text).unwrap();
+    let out = Command::new(pipeline_bin())
+        .arg("run")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err =
+        String::from_utf8_lossy(&out.stderr).replace(&d.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!(err.trim_end(), @"error: <dir>/pipeline.yaml:4: field `colour`: unknown field `colour`, expected one of `version`, `run_dir`, `sources`, `workloads`, `search`, `ingest`, `audit`");
+    let out = Command::new(pipeline_bin())
+        .args(["verify"])
+        .arg(d.path().join("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err =
+        String::from_utf8_lossy(&out.stderr).replace(&d.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!(err.trim_end(), @r"
+    error: cannot read <dir>/nowhere/provenance.json
+
+    Caused by:
+        No such file or directory (os error 2)
+    ");
+}
