@@ -595,7 +595,7 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
     let md_path = run.file("report.md");
     frames::atomic_write(&md_path, md.as_bytes())?;
     let html = format!(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>agentrace report</title>\n<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}td:first-child,th:first-child{{text-align:left}}pre{{white-space:pre-wrap}}figure{{margin:1em 0}}</style></head><body>\n{}\n<h2>Charts</h2>\n{}</body></html>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>agentrace report</title>\n<style>body{{font-family:sans-serif;max-width:960px;margin:2em auto;padding:0 1em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:2px 6px;text-align:right}}td:first-child,th:first-child{{text-align:left}}pre{{white-space:pre-wrap}}figure{{margin:1em 0}}</style></head><body>\n{}\n{}</body></html>\n",
         md_to_html(&md),
         html_body
     );
