@@ -324,6 +324,14 @@ pub fn write_frames(
             ab.iter().map(|r| r.0.attempt_id.clone()).collect(),
         )
         .str("digest", ab.iter().map(|r| r.1.digest.clone()).collect())
+        .str(
+            "archive_sha256",
+            ab.iter().map(|r| r.0.archive_sha256.clone()).collect(),
+        )
+        .str(
+            "member_prefix",
+            ab.iter().map(|r| r.0.member_prefix.clone()).collect(),
+        )
         .finish();
     put("attempt_blobs", &mut df)?;
     Ok((written, conflicts))

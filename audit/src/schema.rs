@@ -279,6 +279,18 @@ pub const ATTEMPT_BLOBS: FrameSpec = FrameSpec {
         col("workload", Str, false, "tmax or deepswe"),
         col("attempt_id", Str, false, "attempt id"),
         col("digest", Str, false, "sha256:<hex>"),
+        col(
+            "archive_sha256",
+            Str,
+            false,
+            "SHA256 of the verified original archive",
+        ),
+        col(
+            "member_prefix",
+            Str,
+            false,
+            "attempt directory inside the archive",
+        ),
     ],
 };
 

@@ -195,3 +195,32 @@ fn cli_errors_are_one_line_with_exit_codes() {
         No such file or directory (os error 2)
     ");
 }
+
+/// Every frame opens in pyarrow (an independent Parquet reader) with the checked-in schema.
+#[test]
+fn frames_open_in_pyarrow_with_the_documented_schema() {
+    let d = tempfile::tempdir().unwrap();
+    run(&demo(d.path()));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = Command::new("python3")
+        .arg(root.join("tests/e2e/read_frames.py"))
+        .arg(d.path().join("run"))
+        .arg(root.join("schemas"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pyarrow check failed (scripts/test installs pyarrow): {}{}",
+        stdout,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The six audit frames at least; every frame with a schema under schemas/ is checked.
+    let n: usize = stdout
+        .lines()
+        .last()
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(n >= 6, "{stdout}");
+}
