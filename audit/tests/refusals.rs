@@ -460,3 +460,98 @@ fn extract_materializes_attempt_with_mtimes() {
             .starts_with("attempt `nope` is not in")
     );
 }
+
+/// A raw tar with one PAX header whose record is given verbatim, then a member.
+fn tar_with_pax_record(record: &[u8], path: &str, data: &[u8]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    let mut ph = tar::Header::new_ustar();
+    ph.set_path("PaxHeaders/x").unwrap();
+    ph.set_size(record.len() as u64);
+    ph.set_entry_type(tar::EntryType::XHeader);
+    ph.set_cksum();
+    b.append(&ph, record).unwrap();
+    let mut h = tar::Header::new_ustar();
+    h.set_path(path).unwrap();
+    h.set_size(data.len() as u64);
+    h.set_mode(0o644);
+    h.set_cksum();
+    b.append(&h, data).unwrap();
+    b.into_inner().unwrap()
+}
+
+#[test]
+fn hostile_pax_records_make_the_attempt_malformed_not_a_crash() {
+    // A record whose length field is absurd, and one whose mtime is not a number.
+    for record in [
+        &b"99999999999999999999 mtime=1.0\n"[..],
+        b"20 mtime=notatime\n",
+    ] {
+        let mut members =
+            tar_with_pax_record(record, "deepswe/t1/a1/identity.json", IDENT.as_bytes());
+        // Append the rest of the attempt (drop the first archive's end blocks).
+        members.truncate(members.len() - 1024);
+        let rest = tar_bytes(&good_attempt()[1..]);
+        members.extend_from_slice(&rest);
+        let d = tempfile::tempdir().unwrap();
+        let cfg = setup(d.path(), &[("arc", zstd(&members))], (1, 0), "");
+        let r = audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
+        assert_eq!(
+            r.document.workloads["deepswe"].excluded_by_reason["malformed_record"],
+            1
+        );
+    }
+}
+
+#[test]
+fn non_utf8_member_names_are_refused() {
+    let mut m = good_attempt();
+    m.push(M::RawName(b"deepswe/t1/a1/\xff\xfe.log", b"x"));
+    let e = audit_err(zstd(&tar_bytes(&m)), "");
+    assert!(
+        e.starts_with("archive `arc`: member name is not UTF-8: \"deepswe/t1/a1/"),
+        "{e}"
+    );
+}
+
+#[test]
+fn deeply_nested_paths_are_ignored_in_bounded_time() {
+    let deep = format!("deepswe/t1/a1/{}x.log", "d/".repeat(40));
+    let mut m = good_attempt();
+    m.push(M::File(&deep, b"x", "1"));
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup(d.path(), &[("arc", zstd(&tar_bytes(&m)))], (1, 1), "");
+    let r = audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
+    assert_eq!(r.document.workloads["deepswe"].included, 1);
+}
+
+#[test]
+fn duplicate_members_with_conflicting_content_are_malformed() {
+    let other = RESULT.replace("submitted", "max_steps");
+    let mut m = good_attempt();
+    m.push(M::File(
+        "deepswe/t1/a1/result.json",
+        other.as_bytes(),
+        "100",
+    ));
+    let ex = exclusions(m, None);
+    assert_eq!(ex.len(), 1);
+    assert_eq!(ex[0].1, "malformed_record");
+    assert_eq!(ex[0].2, "`deepswe/t1/a1/result.json` appears twice");
+}
+
+#[test]
+fn declared_size_past_the_stream_is_a_truncated_archive() {
+    // A header claiming 1 TiB of data, followed by nothing: a tar bomb's declared size.
+    let mut h = tar::Header::new_ustar();
+    h.set_path("deepswe/t1/a1/agent.log").unwrap();
+    h.set_size(1 << 40);
+    h.set_mode(0o644);
+    h.set_cksum();
+    let mut bytes = h.as_bytes().to_vec();
+    bytes.extend_from_slice(&[b'x'; 4096]);
+    let e = audit_err(zstd(&bytes), "");
+    assert!(
+        e.starts_with("archive `arc`") && e.contains("corrupt or truncated zstd/tar stream"),
+        "{e}"
+    );
+}
