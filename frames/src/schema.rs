@@ -66,6 +66,8 @@ pub struct ColumnSpec {
     pub ty: ColumnType,
     /// May hold nulls.
     pub nullable: bool,
+    /// The allowed values, when the set is closed (empty: any).
+    pub values: &'static [&'static str],
     /// What it means (units included).
     pub doc: &'static str,
 }
@@ -81,6 +83,22 @@ pub const fn col(
         name,
         ty,
         nullable,
+        values: &[],
+        doc,
+    }
+}
+
+/// Shorthand for a non-null string column with a closed set of values.
+pub const fn col_in(
+    name: &'static str,
+    values: &'static [&'static str],
+    doc: &'static str,
+) -> ColumnSpec {
+    ColumnSpec {
+        name,
+        ty: ColumnType::Str,
+        nullable: false,
+        values,
         doc,
     }
 }
@@ -106,6 +124,9 @@ impl FrameSpec {
             let mut p = json!({"type": ty, "description": c.doc, "x-arrow-type": arrow});
             if c.ty == ColumnType::ListU64 {
                 p["items"] = json!({"type": "integer", "minimum": 0});
+            }
+            if !c.values.is_empty() {
+                p["enum"] = json!(c.values);
             }
             if c.ty == ColumnType::DatetimeNs {
                 p["format"] = json!("date-time");
@@ -154,6 +175,15 @@ impl FrameSpec {
                     c.name,
                     column.dtype(),
                     c.ty
+                ));
+            }
+            if !c.values.is_empty()
+                && let Ok(ca) = column.str()
+                && let Some(bad) = ca.iter().flatten().find(|v| !c.values.contains(v))
+            {
+                return Err(format!(
+                    "{}.{}: value `{bad}` is not one of {:?}",
+                    self.name, c.name, c.values
                 ));
             }
             if !c.nullable && column.null_count() > 0 {

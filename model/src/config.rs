@@ -257,6 +257,11 @@ pub struct SearchBudget {
     pub local_moves: u32,
     /// Partial simultaneous-start candidates per workload.
     pub group_starts: u32,
+    /// Repeated-task grouping candidates (a task's attempts kept adjacent) per workload.
+    pub task_groupings: u32,
+    /// Local-move candidates generated from the same best schedule before re-basing on the
+    /// new best (the hill-climbing step; results depend on it, thread count does not).
+    pub local_move_batch: u32,
 }
 
 impl Default for SearchBudget {
@@ -266,6 +271,8 @@ impl Default for SearchBudget {
             perturbation_spread: 0.25,
             local_moves: 256,
             group_starts: 32,
+            task_groupings: 16,
+            local_move_batch: 32,
         }
     }
 }
@@ -576,6 +583,12 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
         return Err(err(
             "search.budget.perturbation_spread",
             format!("must be in [0, 1), got {}", b.perturbation_spread),
+        ));
+    }
+    if b.local_move_batch == 0 {
+        return Err(err(
+            "search.budget.local_move_batch",
+            "must be at least 1".into(),
         ));
     }
     if c.ingest.parallel == 0 {

@@ -16,5 +16,6 @@ pub fn all_schemas() -> Vec<(String, String)> {
             spec.json_schema_text(FRAME_SCHEMA_VERSION),
         ));
     }
+    out.extend(replay::schemas::frame_schemas());
     out
 }

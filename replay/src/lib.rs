@@ -1,1 +1,318 @@
-//! placeholder
+//! The `replay` stage (SPEC 2.3): FIFO admission replay of the audited attempts, resource-hour
+//! accounting and lower bounds, a seeded reproducible schedule search for the GPU and cache
+//! objectives, and an independent validator of every selected schedule.
+//!
+//! Entry points: [`run`] (the stage, reading the audit frames of a config's run directory
+//! and writing its outputs there), [`replay_input`] (the same on plain structs, no I/O) and
+//! [`validate::validate_schedules_file`] (`replay validate`).
+
+pub mod accounting;
+pub mod error;
+pub mod evaluate;
+pub mod input;
+pub mod output;
+pub mod schemas;
+pub mod search;
+pub mod synthetic;
+pub mod validate;
+
+pub use accounting::{Resource, ResourceHours};
+pub use error::ReplayError;
+pub use input::{AttemptInput, BlobInput, ReplayInput, WorkloadInstance, load_input};
+pub use search::{Family, FamilyStats, ReplayBudget, RngRecord, TraceRow};
+
+use evaluate::GridInstance;
+use model::WorkloadId;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+use search::{Found, search_workload};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+use validate::{ClaimedValues, ScheduleFailure, ScheduleRow, validate_schedule};
+
+/// How to run the stage (nothing here changes the results).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// Threads of the local rayon pool; `None`: one per available core.
+    pub threads: Option<usize>,
+}
+
+/// One selected schedule of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedSchedule {
+    /// `fifo`, `best_cpu_ram`, `best_gpu`, `best_cache` or `best_joint`.
+    pub schedule: &'static str,
+    /// The candidate that produced it (`priority_order:fifo`, `local_move_gpu#17`, ...).
+    pub found_by: String,
+    /// Its index among the workload's candidates (0 = FIFO).
+    pub candidate: u64,
+    /// Latest end, seconds.
+    pub makespan_s: f64,
+    /// The four ideal values of this same schedule.
+    pub ideal: ResourceHours,
+    /// Whether the independent validator passed it.
+    pub validated: bool,
+    /// Start of each attempt (index = the workload instance's attempt order), ns.
+    #[serde(skip)]
+    pub starts_ns: Vec<i64>,
+}
+
+/// Everything the stage computed for one workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadReport {
+    /// The workload.
+    pub workload: WorkloadId,
+    /// Included attempts replayed.
+    pub attempts: usize,
+    /// Request intervals (after grid conversion).
+    pub request_intervals: usize,
+    /// Distinct blobs.
+    pub blobs: usize,
+    /// Deadline D = FIFO makespan, seconds.
+    pub deadline_s: f64,
+    /// SPEC 2.3 lower bounds.
+    pub lower_bounds: ResourceHours,
+    /// FIFO holding values.
+    pub fifo_holding: ResourceHours,
+    /// Ideal values of the FIFO schedule.
+    pub fifo_ideal: ResourceHours,
+    /// Best ideal value found per resource (CPU/RAM: the invariant ideal value).
+    pub best_found: ResourceHours,
+    /// The selected schedules, in output order.
+    pub selected: Vec<SelectedSchedule>,
+    /// Candidates evaluated in total.
+    pub candidates_evaluated: u64,
+    /// Per-family counts (evaluated, rejected, improvements).
+    pub families: Vec<FamilyStats>,
+    /// Best so far per objective after each batch.
+    pub trace: Vec<TraceRow>,
+    /// How this workload consumed the shared RNG stream.
+    pub rng: RngRecord,
+}
+
+/// What the stage did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayReport {
+    /// The seed of the one RNG stream.
+    pub seed: u64,
+    /// The order in which workloads consumed it.
+    pub order: Vec<WorkloadId>,
+    /// The budgets used.
+    pub budget: ReplayBudget,
+    /// Per workload, in `order`.
+    pub workloads: Vec<WorkloadReport>,
+    /// Files written (empty for [`replay_input`]).
+    pub outputs: Vec<PathBuf>,
+}
+
+/// Wall-clock facts of a run (only ever written to `replay.run.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunTimings {
+    /// Threads of the pool.
+    pub threads: usize,
+    /// Seconds reading the audit frames.
+    pub load_s: f64,
+    /// Seconds per workload: search + accounting + validation.
+    pub workloads_s: Vec<(WorkloadId, f64)>,
+    /// Seconds writing outputs.
+    pub write_s: f64,
+}
+
+/// The selected schedules' names, in output order.
+pub use schemas::SCHEDULE_NAMES;
+
+fn build_pool(opts: &ReplayOptions) -> Result<rayon::ThreadPool, ReplayError> {
+    let threads = opts.threads.unwrap_or(0);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|source| ReplayError::ThreadPool { threads, source })
+}
+
+/// Replay plain input (no I/O): per workload in order, FIFO, accounting, bounds, search and
+/// validation. Returns the report and the schedules that failed validation (if any).
+pub fn replay_input(
+    input: &ReplayInput,
+    search: &model::config::SearchConfig,
+    opts: &ReplayOptions,
+) -> Result<(ReplayReport, Vec<ScheduleFailure>), ReplayError> {
+    let pool = build_pool(opts)?;
+    let mut timings = RunTimings::default();
+    replay_with_pool(input, search, &pool, &mut timings)
+}
+
+fn replay_with_pool(
+    input: &ReplayInput,
+    search: &model::config::SearchConfig,
+    pool: &rayon::ThreadPool,
+    timings: &mut RunTimings,
+) -> Result<(ReplayReport, Vec<ScheduleFailure>), ReplayError> {
+    timings.threads = pool.current_num_threads();
+    let budget = ReplayBudget::from_config(&search.budget);
+    let mut shared = ChaCha8Rng::seed_from_u64(search.seed);
+    let mut workloads = Vec::new();
+    let mut failures = Vec::new();
+    for inst in &input.workloads {
+        let t0 = Instant::now();
+        let (report, mut f) = replay_workload(inst, &budget, &mut shared, pool)?;
+        failures.append(&mut f);
+        workloads.push(report);
+        timings
+            .workloads_s
+            .push((inst.workload, t0.elapsed().as_secs_f64()));
+    }
+    Ok((
+        ReplayReport {
+            seed: search.seed,
+            order: input.workloads.iter().map(|w| w.workload).collect(),
+            budget,
+            workloads,
+            outputs: Vec::new(),
+        },
+        failures,
+    ))
+}
+
+fn replay_workload(
+    inst: &WorkloadInstance,
+    budget: &ReplayBudget,
+    shared: &mut ChaCha8Rng,
+    pool: &rayon::ThreadPool,
+) -> Result<(WorkloadReport, Vec<ScheduleFailure>), ReplayError> {
+    inst.check_quotas_fit()?;
+    let g = GridInstance::new(inst);
+    let gpus = inst.caps.gpus;
+    let outcome = search_workload(inst, &g, budget, shared, pool)?;
+
+    // The evaluator's FIFO must equal the validator's independent FIFO, start by start.
+    let (independent, independent_makespan) = validate::independent_fifo(inst);
+    if let Some(j) =
+        (0..inst.attempts.len()).find(|&j| independent[j] != outcome.fifo.eval.starts[j])
+    {
+        return Err(ReplayError::FifoMismatch {
+            workload: inst.workload.to_string(),
+            detail: format!(
+                "attempt `{}` starts at {} ns (evaluator) vs {} ns (validator)",
+                inst.attempts[j].attempt_id, outcome.fifo.eval.starts[j], independent[j]
+            ),
+        });
+    }
+    if independent_makespan != outcome.fifo.eval.makespan {
+        return Err(ReplayError::FifoMismatch {
+            workload: inst.workload.to_string(),
+            detail: format!(
+                "makespan {} ns (evaluator) vs {} ns (validator)",
+                outcome.fifo.eval.makespan, independent_makespan
+            ),
+        });
+    }
+    let deadline_ns = outcome.fifo.eval.makespan;
+    let deadline_s = evaluate::ns_to_s(deadline_ns);
+    let lower_bounds = accounting::lower_bounds(&g, gpus);
+    let fifo_holding = accounting::holding_hours(&g, gpus, &outcome.fifo.eval);
+    let fifo_ideal = accounting::ideal_hours(&g, gpus, &outcome.fifo.eval);
+
+    let picks: [(&'static str, &Found); 5] = [
+        ("fifo", &outcome.fifo),
+        ("best_cpu_ram", &outcome.fastest),
+        ("best_gpu", &outcome.best_gpu),
+        ("best_cache", &outcome.best_cache),
+        ("best_joint", &outcome.best_joint),
+    ];
+    let mut selected = Vec::new();
+    let mut failures = Vec::new();
+    for (name, found) in picks {
+        let ideal = accounting::ideal_hours(&g, gpus, &found.eval);
+        let rows = schedule_rows(inst, &g, &found.eval.starts);
+        let claimed = ClaimedValues {
+            cpu_h: ideal.cpu,
+            ram_h: ideal.ram,
+            gpu_h: ideal.gpu,
+            cache_h: ideal.cache,
+        };
+        let validated = match validate_schedule(inst, name, &rows, deadline_s, Some(claimed)) {
+            Ok(_) => true,
+            Err(f) => {
+                failures.push(f);
+                false
+            }
+        };
+        selected.push(SelectedSchedule {
+            schedule: name,
+            found_by: found.label.clone(),
+            candidate: found.candidate,
+            makespan_s: evaluate::ns_to_s(found.eval.makespan),
+            ideal,
+            validated,
+            starts_ns: found.eval.starts.clone(),
+        });
+    }
+    let best_found = ResourceHours {
+        cpu: fifo_ideal.cpu,
+        ram: fifo_ideal.ram,
+        gpu: outcome.best_gpu.gpu_h,
+        cache: outcome.best_cache.cache_h,
+    };
+    Ok((
+        WorkloadReport {
+            workload: inst.workload,
+            attempts: inst.attempts.len(),
+            request_intervals: g.request_count(),
+            blobs: inst.blobs.len(),
+            deadline_s,
+            lower_bounds,
+            fifo_holding,
+            fifo_ideal,
+            best_found,
+            selected,
+            candidates_evaluated: outcome.evaluated,
+            families: outcome.stats,
+            trace: outcome.trace,
+            rng: outcome.rng,
+        },
+        failures,
+    ))
+}
+
+/// A schedule as rows (attempt, start, end in seconds), in the instance's attempt order.
+pub fn schedule_rows(
+    inst: &WorkloadInstance,
+    g: &GridInstance,
+    starts_ns: &[i64],
+) -> Vec<ScheduleRow> {
+    inst.attempts
+        .iter()
+        .enumerate()
+        .map(|(j, a)| ScheduleRow {
+            attempt_id: a.attempt_id.clone(),
+            start_s: evaluate::ns_to_s(starts_ns[j]),
+            end_s: evaluate::ns_to_s(starts_ns[j] + g.duration[j]),
+        })
+        .collect()
+}
+
+/// The stage: read the included attempts from the audit frames in the config's run
+/// directory, replay and search every workload in `search.order`, validate every selected
+/// schedule, and write `schedules.parquet`, `joint_schedules.csv`, `bounds.parquet`,
+/// `search_trace.parquet`, `replay.json` (all byte-identical for the same inputs and
+/// config) and `replay.run.json` (wall-clock facts). Fails if any schedule fails validation
+/// (after writing what passed, with `validated = false` rows for the rest).
+pub fn run(cfg: &model::LoadedConfig, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
+    let pool = build_pool(opts)?;
+    let mut timings = RunTimings::default();
+    let t0 = Instant::now();
+    let input = load_input(cfg)?;
+    timings.load_s = t0.elapsed().as_secs_f64();
+    let (mut report, failures) = replay_with_pool(&input, &cfg.config.search, &pool, &mut timings)?;
+    let t1 = Instant::now();
+    report.outputs = output::write_outputs(cfg, &input, &report)?;
+    timings.write_s = t1.elapsed().as_secs_f64();
+    let run_json = output::write_run_json(cfg, &timings)?;
+    report.outputs.push(run_json);
+    if failures.is_empty() {
+        Ok(report)
+    } else {
+        Err(ReplayError::Validation { failures })
+    }
+}

@@ -1,0 +1,152 @@
+//! Benchmark of the replay's hot paths on a synthetic deepswe-shaped workload (2,000
+//! attempts, ~60 requests each, deterministic): FIFO replay plus all accounting, full
+//! candidate evaluations per second on one core, the validator, and a whole default-budget
+//! search on 1 thread and on all threads.
+//!
+//! Run: `cargo bench -p replay --bench evaluate` (release profile, `harness = false`).
+
+use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
+use replay::search::{ReplayBudget, search_workload};
+use replay::synthetic::{SyntheticShape, synthetic_instance};
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() {
+    let inst = synthetic_instance(&SyntheticShape::deepswe()).expect("synthetic instance");
+    let g = GridInstance::new(&inst);
+    println!(
+        "instance: {} attempts, {} request intervals, {} blobs",
+        g.len(),
+        g.request_count(),
+        inst.blobs.len()
+    );
+    let gpus = inst.caps.gpus;
+    let mut scratch = Scratch::new();
+    let fifo = Plan::from_order(&(0..g.len() as u32).collect::<Vec<_>>());
+
+    // FIFO replay + all accounting (ideal, holding, bounds).
+    let mut times = Vec::new();
+    for _ in 0..50 {
+        let t = Instant::now();
+        let e = evaluate(&g, &fifo, &mut scratch).expect("fifo");
+        let ideal = replay::accounting::ideal_hours(&g, gpus, &e);
+        let hold = replay::accounting::holding_hours(&g, gpus, &e);
+        let lb = replay::accounting::lower_bounds(&g, gpus);
+        std::hint::black_box((ideal, hold, lb));
+        times.push(t.elapsed().as_secs_f64());
+    }
+    println!("fifo_plus_accounting_ms: median {:.3}", median(times) * 1e3);
+
+    // Full candidate evaluations on one core: random orders (Fisher-Yates by an LCG).
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut plans = Vec::new();
+    for _ in 0..64 {
+        let mut o: Vec<u32> = (0..g.len() as u32).collect();
+        for i in (1..o.len()).rev() {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            let k = ((state >> 33) % (i as u64 + 1)) as usize;
+            o.swap(i, k);
+        }
+        plans.push(Plan::from_order(&o));
+    }
+    let rounds = 8;
+    let t = Instant::now();
+    for _ in 0..rounds {
+        for p in &plans {
+            std::hint::black_box(evaluate(&g, p, &mut scratch));
+        }
+    }
+    let secs = t.elapsed().as_secs_f64();
+    let n = (rounds * plans.len()) as f64;
+    println!(
+        "full_evaluations_per_s_one_core: {:.0} ({:.3} ms each)",
+        n / secs,
+        secs / n * 1e3
+    );
+
+    // Breakdown of one evaluation: list schedule, GPU union, cache sweep.
+    let (mut t_list, mut t_gpu, mut t_cache) = (0.0, 0.0, 0.0);
+    for p in &plans {
+        let t = Instant::now();
+        let (starts, makespan) =
+            replay::evaluate::list_schedule(&g, p, &mut scratch).expect("fits");
+        t_list += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        std::hint::black_box(replay::evaluate::gpu_union(
+            &g,
+            &starts,
+            makespan,
+            &mut scratch,
+        ));
+        t_gpu += t.elapsed().as_secs_f64();
+        let order = replay::evaluate::start_order_of(&starts);
+        let t = Instant::now();
+        std::hint::black_box(replay::evaluate::cache_byte_ns(
+            &g,
+            &starts,
+            &order,
+            &mut scratch,
+        ));
+        t_cache += t.elapsed().as_secs_f64();
+    }
+    let k = plans.len() as f64 / 1e3;
+    println!(
+        "breakdown_ms: list_schedule {:.3}, gpu_union {:.3}, cache {:.3}",
+        t_list / k,
+        t_gpu / k,
+        t_cache / k
+    );
+
+    // Independent validator on one schedule.
+    let e = evaluate(&g, &fifo, &mut scratch).expect("fifo");
+    let rows = replay::schedule_rows(&inst, &g, &e.starts);
+    let t = Instant::now();
+    let r =
+        replay::validate::validate_schedule(&inst, "fifo", &rows, e.makespan as f64 / 1e9, None);
+    println!(
+        "validator_ms: {:.3} (ok: {})",
+        t.elapsed().as_secs_f64() * 1e3,
+        r.is_ok()
+    );
+    let t = Instant::now();
+    std::hint::black_box(replay::validate::independent_fifo(&inst));
+    println!(
+        "independent_fifo_ms: {:.3}",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+
+    // A whole search with the default budget.
+    let budget = ReplayBudget::from_config(&model::config::SearchBudget::default());
+    let all = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    for threads in [1, all] {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("pool");
+        let mut rng =
+            <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(
+                20261129,
+            );
+        let t = Instant::now();
+        let out = search_workload(&inst, &g, &budget, &mut rng, &pool).expect("search");
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "search_default_budget threads={threads}: {} candidates in {:.3} s ({:.0}/s); fifo gpu {:.3} h -> best {:.3} h; fifo cache {:.3} h -> best {:.3} h",
+            out.evaluated,
+            secs,
+            out.evaluated as f64 / secs,
+            out.fifo.gpu_h,
+            out.best_gpu.gpu_h,
+            out.fifo.cache_h,
+            out.best_cache.cache_h
+        );
+    }
+}

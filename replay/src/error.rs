@@ -1,0 +1,117 @@
+//! Errors of the replay stage: each names the file, column, workload or attempt involved.
+
+use std::path::PathBuf;
+
+/// Why the replay stage (or `replay validate`) refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    /// The pipeline.yaml could not be loaded.
+    #[error("cannot load the configuration")]
+    Config(#[from] model::ConfigError),
+    /// A frame could not be read or written.
+    #[error("frame I/O failed")]
+    Frame(#[from] frames::FrameError),
+    /// A frame lacks a column or has one of the wrong type.
+    #[error("{}: column `{column}`: {message}", path.display())]
+    Column {
+        /// The frame file.
+        path: PathBuf,
+        /// The column.
+        column: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An input value is unusable (null duration, unsorted requests, unknown blob, ...).
+    #[error("{}: {workload} attempt `{attempt_id}`: field `{field}`: {message}", path.display())]
+    Input {
+        /// The frame the value came from (or `<memory>` for hand-built instances).
+        path: PathBuf,
+        /// The workload.
+        workload: String,
+        /// The attempt.
+        attempt_id: String,
+        /// The field.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// An attempt's quota alone exceeds a workload cap: no schedule can ever place it.
+    #[error(
+        "{workload} attempt `{attempt_id}` can never be placed: its {resource} quota {quota} exceeds the cap {cap} of workloads.{workload}.replay"
+    )]
+    QuotaExceedsCap {
+        /// The workload.
+        workload: String,
+        /// The attempt.
+        attempt_id: String,
+        /// `cpu_cores` or `ram_gib`.
+        resource: &'static str,
+        /// The attempt's quota.
+        quota: f64,
+        /// The cap.
+        cap: f64,
+    },
+    /// A workload in `search.order` has no configuration.
+    #[error("search.order lists `{workload}`, which has no entry under `workloads`")]
+    UnconfiguredWorkload {
+        /// The workload.
+        workload: String,
+    },
+    /// The search's own FIFO replay and the validator's independent one disagree.
+    #[error("{workload}: the evaluator's FIFO replay and the validator's disagree: {detail}")]
+    FifoMismatch {
+        /// The workload.
+        workload: String,
+        /// First difference.
+        detail: String,
+    },
+    /// One or more schedules failed validation; nothing about them was written as valid.
+    #[error("{} schedule(s) failed validation: {}", failures.len(), summarize(failures))]
+    Validation {
+        /// Each failing schedule with its problems.
+        failures: Vec<crate::validate::ScheduleFailure>,
+    },
+    /// A schedules file given to `replay validate` is unusable.
+    #[error("{}: {message}", path.display())]
+    SchedulesFile {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Building an output frame failed.
+    #[error("building frame `{frame}`")]
+    Polars {
+        /// The frame name.
+        frame: String,
+        /// The Polars error.
+        #[source]
+        source: polars::error::PolarsError,
+    },
+    /// Reading or writing a plain file failed.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The local thread pool could not be built.
+    #[error("cannot build a thread pool of {threads} threads")]
+    ThreadPool {
+        /// Requested threads (0: rayon's default).
+        threads: usize,
+        /// The rayon error.
+        #[source]
+        source: rayon::ThreadPoolBuildError,
+    },
+}
+
+fn summarize(failures: &[crate::validate::ScheduleFailure]) -> String {
+    failures
+        .iter()
+        .map(|f| f.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
+}

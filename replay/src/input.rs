@@ -1,0 +1,516 @@
+//! The replay's input as plain Rust values: the included attempts of each workload with
+//! their durations, request offsets, quotas and image blobs, read from the audit frames or
+//! built by hand (tests, benchmarks). Every algorithm of this crate takes these structs.
+
+use crate::error::ReplayError;
+use model::config::ReplayCaps;
+use model::{GIB, WorkloadId};
+use polars::prelude::*;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A compressed image layer used by at least one included attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlobInput {
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// Compressed size in bytes.
+    pub compressed_bytes: u64,
+}
+
+impl BlobInput {
+    /// Size in GiB (2^30 bytes).
+    pub fn gib(&self) -> f64 {
+        self.compressed_bytes as f64 / GIB
+    }
+}
+
+/// One included attempt: the unit that is scheduled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttemptInput {
+    /// Attempt id, unique within the workload.
+    pub attempt_id: String,
+    /// Task (benchmark problem) id.
+    pub task_id: String,
+    /// Historical generation start, epoch seconds (FIFO order key).
+    pub gen_start: f64,
+    /// Fixed duration `d` in seconds.
+    pub duration_s: f64,
+    /// Model-request intervals `[start, end)` as offsets from the generation start,
+    /// sorted and disjoint, inside `[0, d]`.
+    pub requests: Vec<(f64, f64)>,
+    /// CPU quota in cores.
+    pub cores: f64,
+    /// RAM quota in GiB.
+    pub mem_gib: f64,
+    /// Indices into [`WorkloadInstance::blobs`], ascending, without repeats.
+    pub blobs: Vec<u32>,
+}
+
+impl AttemptInput {
+    /// `req_j`: the union length of the attempt's requests (they are disjoint), seconds.
+    pub fn request_seconds(&self) -> f64 {
+        self.requests.iter().map(|(s, e)| e - s).sum()
+    }
+}
+
+/// One workload's replay problem.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadInstance {
+    /// The workload.
+    pub workload: WorkloadId,
+    /// Concurrency, caps and GPUs.
+    pub caps: ReplayCaps,
+    /// Included attempts in FIFO order: by (`gen_start`, `attempt_id`).
+    pub attempts: Vec<AttemptInput>,
+    /// Blobs used by the attempts, sorted by digest.
+    pub blobs: Vec<BlobInput>,
+}
+
+/// Every workload to replay, in `search.order`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayInput {
+    /// The workloads, in the order they consume the RNG stream.
+    pub workloads: Vec<WorkloadInstance>,
+}
+
+/// How far (seconds) a request end may lie past `d` before it is refused (float noise from
+/// the audit's offset arithmetic); within it the end is clamped to `d`.
+const REQUEST_END_SLACK_S: f64 = 1e-6;
+
+fn memory_path() -> PathBuf {
+    PathBuf::from("<memory>")
+}
+
+impl WorkloadInstance {
+    /// Build an instance: attempts are sorted into FIFO order, blobs by digest (attempt blob
+    /// indices are remapped), and every value is checked. `source` names the frame the
+    /// values came from in errors.
+    pub fn new(
+        workload: WorkloadId,
+        caps: ReplayCaps,
+        attempts: Vec<AttemptInput>,
+        blobs: Vec<BlobInput>,
+        source: Option<&Path>,
+    ) -> Result<Self, ReplayError> {
+        let path = source.map(Path::to_path_buf).unwrap_or_else(memory_path);
+        let err = |attempt_id: &str, field: &str, message: String| ReplayError::Input {
+            path: path.clone(),
+            workload: workload.to_string(),
+            attempt_id: attempt_id.to_string(),
+            field: field.to_string(),
+            message,
+        };
+        // Blobs sorted by digest; remap indices.
+        let mut blob_order: Vec<usize> = (0..blobs.len()).collect();
+        blob_order.sort_by(|&a, &b| blobs[a].digest.cmp(&blobs[b].digest));
+        let mut remap = vec![0u32; blobs.len()];
+        for (new, &old) in blob_order.iter().enumerate() {
+            remap[old] = new as u32;
+        }
+        for w in blob_order.windows(2) {
+            if blobs[w[0]].digest == blobs[w[1]].digest {
+                return Err(err(
+                    "",
+                    "digest",
+                    format!("blob `{}` is listed twice", blobs[w[0]].digest),
+                ));
+            }
+        }
+        let sorted_blobs: Vec<BlobInput> = blob_order.iter().map(|&i| blobs[i].clone()).collect();
+        let mut attempts = attempts;
+        for a in &mut attempts {
+            if !a.gen_start.is_finite() {
+                return Err(err(
+                    &a.attempt_id,
+                    "gen_start",
+                    format!("not finite: {}", a.gen_start),
+                ));
+            }
+            if !(a.duration_s.is_finite() && a.duration_s >= 0.0) {
+                return Err(err(
+                    &a.attempt_id,
+                    "duration_s",
+                    format!(
+                        "must be a finite, nonnegative number of seconds, got {}",
+                        a.duration_s
+                    ),
+                ));
+            }
+            for (field, v) in [("quota_cores", a.cores), ("quota_gib", a.mem_gib)] {
+                if !(v.is_finite() && v >= 0.0) {
+                    return Err(err(
+                        &a.attempt_id,
+                        field,
+                        format!("must be a finite, nonnegative number, got {v}"),
+                    ));
+                }
+            }
+            let mut prev_end = 0.0f64;
+            for (k, r) in a.requests.iter_mut().enumerate() {
+                let (s, e) = *r;
+                if !(s.is_finite() && e.is_finite() && s >= 0.0 && s <= e) {
+                    return Err(err(
+                        &a.attempt_id,
+                        "start_offset_s",
+                        format!("request {k} is not an interval inside the lifetime: [{s}, {e})"),
+                    ));
+                }
+                if e > a.duration_s + REQUEST_END_SLACK_S {
+                    return Err(err(
+                        &a.attempt_id,
+                        "end_offset_s",
+                        format!(
+                            "request {k} ends at offset {e} s, after the attempt's duration {} s",
+                            a.duration_s
+                        ),
+                    ));
+                }
+                if k > 0 && s < prev_end {
+                    return Err(err(
+                        &a.attempt_id,
+                        "start_offset_s",
+                        format!(
+                            "request {k} starts at {s} s, before the previous one ends ({prev_end} s): requests must be merged, sorted and disjoint"
+                        ),
+                    ));
+                }
+                r.1 = e.min(a.duration_s);
+                prev_end = e;
+            }
+            for b in &mut a.blobs {
+                let Some(&nb) = remap.get(*b as usize) else {
+                    return Err(err(
+                        &a.attempt_id,
+                        "blobs",
+                        format!("blob index {b} out of range ({} blobs)", blobs.len()),
+                    ));
+                };
+                *b = nb;
+            }
+            a.blobs.sort_unstable();
+            a.blobs.dedup();
+        }
+        attempts.sort_by(|a, b| {
+            a.gen_start
+                .total_cmp(&b.gen_start)
+                .then_with(|| a.attempt_id.cmp(&b.attempt_id))
+        });
+        let mut ids: Vec<&str> = attempts.iter().map(|a| a.attempt_id.as_str()).collect();
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            return Err(err(w[0], "attempt_id", "appears twice".into()));
+        }
+        Ok(WorkloadInstance {
+            workload,
+            caps,
+            attempts,
+            blobs: sorted_blobs,
+        })
+    }
+
+    /// Refuse an attempt whose quota alone exceeds a cap (it could never be placed).
+    pub fn check_quotas_fit(&self) -> Result<(), ReplayError> {
+        for a in &self.attempts {
+            for (resource, quota, cap) in [
+                ("cpu_cores", a.cores, self.caps.cpu_cores),
+                ("ram_gib", a.mem_gib, self.caps.ram_gib),
+            ] {
+                if quota_units(quota) > quota_units(cap) {
+                    return Err(ReplayError::QuotaExceedsCap {
+                        workload: self.workload.to_string(),
+                        attempt_id: a.attempt_id.clone(),
+                        resource,
+                        quota,
+                        cap,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A quota or cap in integer nano-units (1e-9 core or GiB): exact decimal sums.
+pub(crate) fn quota_units(x: f64) -> i64 {
+    (x * 1e9).round() as i64
+}
+
+/// The audit frames the replay reads, below the run directory.
+pub const INPUT_FRAMES: [&str; 4] = ["attempts", "requests", "blobs", "attempt_blobs"];
+
+/// Read the included attempts of every workload in `search.order` from the audit frames.
+pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError> {
+    let dir = model::run_dir::RunDir::new(&cfg.run_dir);
+    let read = |name: &str| -> Result<(PathBuf, DataFrame), ReplayError> {
+        let p = dir.file(&format!("{name}.parquet"));
+        let df = frames::read_frame(&p, name, model::run_dir::FRAME_SCHEMA_VERSION)?;
+        Ok((p, df))
+    };
+    let (attempts_path, attempts) = read("attempts")?;
+    let (requests_path, requests) = read("requests")?;
+    let (blobs_path, blobs) = read("blobs")?;
+    let (ab_path, attempt_blobs) = read("attempt_blobs")?;
+
+    // Blobs: digest -> bytes.
+    let digests = col_str(&blobs, &blobs_path, "digest")?;
+    let bytes = col_u64(&blobs, &blobs_path, "compressed_bytes")?;
+    let mut blob_bytes: BTreeMap<String, u64> = BTreeMap::new();
+    for (d, b) in digests.into_iter().zip(bytes) {
+        let d = d.ok_or_else(|| column_err(&blobs_path, "digest", "null digest"))?;
+        let b = b.ok_or_else(|| column_err(&blobs_path, "compressed_bytes", "null size"))?;
+        if let Some(prev) = blob_bytes.insert(d.clone(), b)
+            && prev != b
+        {
+            return Err(column_err(
+                &blobs_path,
+                "compressed_bytes",
+                &format!("blob `{d}` has two sizes: {prev} and {b}"),
+            ));
+        }
+    }
+
+    // Included attempts per workload.
+    let a_workload = col_str(&attempts, &attempts_path, "workload")?;
+    let a_task = col_str(&attempts, &attempts_path, "task_id")?;
+    let a_id = col_str(&attempts, &attempts_path, "attempt_id")?;
+    let a_start = col_f64(&attempts, &attempts_path, "gen_start")?;
+    let a_dur = col_f64(&attempts, &attempts_path, "duration_s")?;
+    let a_req = col_f64(&attempts, &attempts_path, "request_s")?;
+    let a_cores = col_f64(&attempts, &attempts_path, "quota_cores")?;
+    let a_gib = col_f64(&attempts, &attempts_path, "quota_gib")?;
+    let a_incl = col_bool(&attempts, &attempts_path, "included")?;
+
+    // (workload, attempt_id) -> (AttemptInput, request_s from the attempts frame)
+    let mut included: BTreeMap<(String, String), (AttemptInput, f64)> = BTreeMap::new();
+    for i in 0..attempts.height() {
+        if a_incl[i] != Some(true) {
+            continue;
+        }
+        let workload = a_workload[i]
+            .clone()
+            .ok_or_else(|| column_err(&attempts_path, "workload", &format!("null in row {i}")))?;
+        let attempt_id = a_id[i]
+            .clone()
+            .ok_or_else(|| column_err(&attempts_path, "attempt_id", &format!("null in row {i}")))?;
+        let input_err = |field: &str, message: &str| ReplayError::Input {
+            path: attempts_path.clone(),
+            workload: workload.clone(),
+            attempt_id: attempt_id.clone(),
+            field: field.to_string(),
+            message: message.to_string(),
+        };
+        let need = |v: Option<f64>, field: &str| {
+            v.ok_or_else(|| input_err(field, "null for an included attempt"))
+        };
+        let attempt = AttemptInput {
+            attempt_id: attempt_id.clone(),
+            task_id: a_task[i]
+                .clone()
+                .ok_or_else(|| input_err("task_id", "null for an included attempt"))?,
+            gen_start: need(a_start[i], "gen_start")?,
+            duration_s: need(a_dur[i], "duration_s")?,
+            requests: Vec::new(),
+            cores: need(a_cores[i], "quota_cores")?,
+            mem_gib: need(a_gib[i], "quota_gib")?,
+            blobs: Vec::new(),
+        };
+        let request_s = need(a_req[i], "request_s")?;
+        if included
+            .insert((workload.clone(), attempt_id.clone()), (attempt, request_s))
+            .is_some()
+        {
+            return Err(input_err("attempt_id", "included twice"));
+        }
+    }
+
+    // Requests of included attempts.
+    let r_workload = col_str(&requests, &requests_path, "workload")?;
+    let r_id = col_str(&requests, &requests_path, "attempt_id")?;
+    let r_start = col_f64(&requests, &requests_path, "start_offset_s")?;
+    let r_end = col_f64(&requests, &requests_path, "end_offset_s")?;
+    for i in 0..requests.height() {
+        let (Some(w), Some(id)) = (&r_workload[i], &r_id[i]) else {
+            return Err(column_err(
+                &requests_path,
+                "attempt_id",
+                &format!("null workload or attempt_id in row {i}"),
+            ));
+        };
+        if let Some((a, _)) = included.get_mut(&(w.clone(), id.clone())) {
+            let (Some(s), Some(e)) = (r_start[i], r_end[i]) else {
+                return Err(ReplayError::Input {
+                    path: requests_path.clone(),
+                    workload: w.clone(),
+                    attempt_id: id.clone(),
+                    field: "start_offset_s".into(),
+                    message: format!("null offset in row {i}"),
+                });
+            };
+            a.requests.push((s, e));
+        }
+    }
+
+    // Blob uses of included attempts.
+    let ab_workload = optional_col_str(&attempt_blobs, &ab_path, "workload")?;
+    let ab_id = col_str(&attempt_blobs, &ab_path, "attempt_id")?;
+    let ab_digest = col_str(&attempt_blobs, &ab_path, "digest")?;
+    let mut uses: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for i in 0..attempt_blobs.height() {
+        let (Some(id), Some(d)) = (&ab_id[i], &ab_digest[i]) else {
+            return Err(column_err(
+                &ab_path,
+                "digest",
+                &format!("null attempt_id or digest in row {i}"),
+            ));
+        };
+        let workloads: Vec<String> = match ab_workload.as_ref().and_then(|c| c[i].clone()) {
+            Some(w) => vec![w],
+            None => WorkloadId::ALL.iter().map(|w| w.to_string()).collect(),
+        };
+        for w in workloads {
+            let key = (w, id.clone());
+            if included.contains_key(&key) {
+                uses.entry(key).or_default().push(d.clone());
+            }
+        }
+    }
+
+    let mut out = Vec::new();
+    for w in &cfg.config.search.order {
+        let wc = cfg
+            .config
+            .workloads
+            .get(*w)
+            .ok_or_else(|| ReplayError::UnconfiguredWorkload {
+                workload: w.to_string(),
+            })?;
+        let mut blob_index: BTreeMap<String, u32> = BTreeMap::new();
+        let mut blob_list: Vec<BlobInput> = Vec::new();
+        let mut list = Vec::new();
+        for ((wname, id), (attempt, request_s)) in &included {
+            if wname != w.as_str() {
+                continue;
+            }
+            let mut a = attempt.clone();
+            a.requests
+                .sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1)));
+            let computed = a.request_seconds();
+            if (computed - request_s).abs() > 1e-6 * request_s.abs().max(1.0) {
+                return Err(ReplayError::Input {
+                    path: attempts_path.clone(),
+                    workload: w.to_string(),
+                    attempt_id: id.clone(),
+                    field: "request_s".into(),
+                    message: format!(
+                        "{request_s} s disagrees with the union of its intervals in {} ({computed} s)",
+                        requests_path.display()
+                    ),
+                });
+            }
+            for d in uses.get(&(wname.clone(), id.clone())).into_iter().flatten() {
+                let bytes = *blob_bytes.get(d).ok_or_else(|| ReplayError::Input {
+                    path: ab_path.clone(),
+                    workload: w.to_string(),
+                    attempt_id: id.clone(),
+                    field: "digest".into(),
+                    message: format!("blob `{d}` is not in {}", blobs_path.display()),
+                })?;
+                let next = blob_list.len() as u32;
+                let idx = *blob_index.entry(d.clone()).or_insert_with(|| {
+                    blob_list.push(BlobInput {
+                        digest: d.clone(),
+                        compressed_bytes: bytes,
+                    });
+                    next
+                });
+                a.blobs.push(idx);
+            }
+            list.push(a);
+        }
+        out.push(WorkloadInstance::new(
+            *w,
+            wc.replay,
+            list,
+            blob_list,
+            Some(&attempts_path),
+        )?);
+    }
+    Ok(ReplayInput { workloads: out })
+}
+
+fn column_err(path: &Path, column: &str, message: &str) -> ReplayError {
+    ReplayError::Column {
+        path: path.to_path_buf(),
+        column: column.to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn column<'a>(df: &'a DataFrame, path: &Path, name: &str) -> Result<&'a Column, ReplayError> {
+    df.column(name)
+        .map_err(|_| column_err(path, name, "missing"))
+}
+
+fn cast_err(path: &Path, name: &str, c: &Column, want: &str) -> ReplayError {
+    column_err(path, name, &format!("expected {want}, found {}", c.dtype()))
+}
+
+pub(crate) fn col_str(
+    df: &DataFrame,
+    path: &Path,
+    name: &str,
+) -> Result<Vec<Option<String>>, ReplayError> {
+    let c = column(df, path, name)?;
+    let s = c.str().map_err(|_| cast_err(path, name, c, "a string"))?;
+    Ok(s.iter().map(|v| v.map(str::to_string)).collect())
+}
+
+fn optional_col_str(
+    df: &DataFrame,
+    path: &Path,
+    name: &str,
+) -> Result<Option<Vec<Option<String>>>, ReplayError> {
+    if df.column(name).is_err() {
+        return Ok(None);
+    }
+    col_str(df, path, name).map(Some)
+}
+
+pub(crate) fn col_f64(
+    df: &DataFrame,
+    path: &Path,
+    name: &str,
+) -> Result<Vec<Option<f64>>, ReplayError> {
+    let c = column(df, path, name)?;
+    if !c.dtype().is_primitive_numeric() && !c.dtype().is_null() {
+        return Err(cast_err(path, name, c, "a number"));
+    }
+    let cast = c
+        .cast(&DataType::Float64)
+        .map_err(|_| cast_err(path, name, c, "a number"))?;
+    let f = cast
+        .f64()
+        .map_err(|_| cast_err(path, name, c, "a number"))?;
+    Ok(f.iter().collect())
+}
+
+fn col_u64(df: &DataFrame, path: &Path, name: &str) -> Result<Vec<Option<u64>>, ReplayError> {
+    let c = column(df, path, name)?;
+    if !c.dtype().is_integer() {
+        return Err(cast_err(path, name, c, "an integer"));
+    }
+    let cast = c
+        .cast(&DataType::UInt64)
+        .map_err(|_| cast_err(path, name, c, "a nonnegative integer"))?;
+    let u = cast
+        .u64()
+        .map_err(|_| cast_err(path, name, c, "a nonnegative integer"))?;
+    Ok(u.iter().collect())
+}
+
+fn col_bool(df: &DataFrame, path: &Path, name: &str) -> Result<Vec<Option<bool>>, ReplayError> {
+    let c = column(df, path, name)?;
+    let b = c.bool().map_err(|_| cast_err(path, name, c, "a boolean"))?;
+    Ok(b.iter().collect())
+}

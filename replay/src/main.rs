@@ -1,0 +1,106 @@
+//! `replay`: the replay stage's command line. Parses arguments, calls the library, prints a
+//! summary or `error: ...` with `Caused by:` lines, and exits non-zero on failure.
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Replays the audited attempts: FIFO baseline, resource-hour accounting, bounds, a seeded
+/// schedule search and an independent validator.
+#[derive(Debug, Parser)]
+#[command(name = "replay", version, about, long_about = None)]
+struct Cli {
+    /// The pipeline.yaml (required unless a subcommand is given).
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Threads of the search's pool (results do not depend on it).
+    #[arg(long)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Validate every schedule of a schedules file against the audit frames.
+    Validate {
+        /// schedules.parquet (or a CSV with columns workload,schedule,attempt_id,start_s,end_s).
+        #[arg(long)]
+        schedules: PathBuf,
+        /// The pipeline.yaml naming the run directory.
+        #[arg(long, default_value = "pipeline.yaml")]
+        config: PathBuf,
+    },
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Some(Command::Validate { schedules, config }) => {
+            let cfg = model::load_config(&config)?;
+            let checks = replay::validate::validate_schedules_file(&cfg, &schedules)
+                .with_context(|| format!("validating {}", schedules.display()))?;
+            for c in checks {
+                println!(
+                    "ok {}/{}: {} attempts, makespan {} s (deadline {} s), ideal cpu {} h, ram {} h, gpu {} h, cache {} h",
+                    c.workload,
+                    c.schedule,
+                    c.rows,
+                    c.values.makespan_s,
+                    c.deadline_s,
+                    c.values.cpu_h,
+                    c.values.ram_h,
+                    c.values.gpu_h,
+                    c.values.cache_h
+                );
+            }
+            Ok(())
+        }
+        None => {
+            let config = cli
+                .config
+                .context("missing --config pipeline.yaml (or a subcommand)")?;
+            let cfg = model::load_config(&config)?;
+            let opts = replay::ReplayOptions {
+                threads: cli.threads,
+            };
+            let report = replay::run(&cfg, &opts)
+                .with_context(|| format!("replay of {}", config.display()))?;
+            for w in &report.workloads {
+                println!(
+                    "{}: {} attempts, deadline {} s, {} candidates",
+                    w.workload, w.attempts, w.deadline_s, w.candidates_evaluated
+                );
+                for s in &w.selected {
+                    println!(
+                        "  {:<13} makespan {:>12.3} s  gpu {:>10.3} h  cache {:>10.3} h  ({})",
+                        s.schedule, s.makespan_s, s.ideal.gpu, s.ideal.cache, s.found_by
+                    );
+                }
+            }
+            for p in &report.outputs {
+                println!("wrote {}", p.display());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut s = format!("error: {e}");
+            let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
+            if !causes.is_empty() {
+                s.push_str("\n\nCaused by:");
+                for c in causes {
+                    s.push_str(&format!("\n    {c}"));
+                }
+            }
+            eprintln!("{s}");
+            ExitCode::FAILURE
+        }
+    }
+}

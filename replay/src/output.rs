@@ -1,0 +1,259 @@
+//! Writing the stage's outputs below the run directory: Parquet frames (via `frames`, byte
+//! stable), `joint_schedules.csv`, `replay.json` (deterministic) and `replay.run.json`
+//! (the only file with wall-clock facts).
+
+use crate::error::ReplayError;
+use crate::input::{INPUT_FRAMES, ReplayInput};
+use crate::schemas::{BOUNDS, JOINT_SCHEDULES, SCHEDULES, SEARCH_TRACE, file_of};
+use crate::{ReplayReport, RunTimings};
+use frames::FrameMeta;
+use model::run_dir::{FRAME_SCHEMA_VERSION, JSON_FORMAT_VERSION, RunDir};
+use polars::prelude::*;
+use serde_json::json;
+use sha2::Digest;
+use std::path::PathBuf;
+
+/// How the best joint schedule is chosen (also written to `replay.json`).
+pub const JOINT_OBJECTIVE: &str = "minimize gpu_ideal_h / fifo_gpu_ideal_h + cache_ideal_h / fifo_cache_ideal_h over every feasible candidate evaluated (a term is 0 when its FIFO value is 0); ties (relative 1e-9) prefer the smaller makespan, then the earlier candidate";
+/// The tie rule of every objective.
+pub const TIE_RULE: &str = "values within relative 1e-9 tie; a tie prefers the smaller makespan, then the earlier found candidate";
+/// The RNG, named.
+pub const RNG_ALGORITHM: &str = "ChaCha8 (rand_chacha 0.9), shared stream = ChaCha8Rng::seed_from_u64(seed); per workload in order, one 32-byte seed per random family is drawn from it; candidate i of a family uses ChaCha8Rng::from_seed(family seed) on stream i";
+
+fn polars_err(frame: &str) -> impl FnOnce(PolarsError) -> ReplayError + '_ {
+    move |source| ReplayError::Polars {
+        frame: frame.to_string(),
+        source,
+    }
+}
+
+fn meta(frame: &str, report: &ReplayReport) -> FrameMeta {
+    FrameMeta::new(frame, FRAME_SCHEMA_VERSION)
+        .with("agentrace.tool_version", model::TOOL_VERSION)
+        .with("agentrace.seed", report.seed.to_string())
+        .with(
+            "agentrace.search_order",
+            report
+                .order
+                .iter()
+                .map(|w| w.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+        )
+}
+
+/// Shortest round-trip decimal of a float (deterministic).
+fn num(x: f64) -> String {
+    format!("{x}")
+}
+
+/// Write every deterministic output; returns the paths written.
+pub fn write_outputs(
+    cfg: &model::LoadedConfig,
+    input: &ReplayInput,
+    report: &ReplayReport,
+) -> Result<Vec<PathBuf>, ReplayError> {
+    let dir = RunDir::new(&cfg.run_dir);
+    let mut written = Vec::new();
+
+    // schedules.parquet: validated schedules only.
+    let (mut w, mut s, mut a, mut st, mut en) = (vec![], vec![], vec![], vec![], vec![]);
+    for (wr, inst) in report.workloads.iter().zip(&input.workloads) {
+        let durations: Vec<i64> = inst
+            .attempts
+            .iter()
+            .map(|x| crate::evaluate::to_ns(x.duration_s))
+            .collect();
+        for sel in wr.selected.iter().filter(|x| x.validated) {
+            let mut idx: Vec<usize> = (0..inst.attempts.len()).collect();
+            idx.sort_by_key(|&j| (sel.starts_ns[j], j));
+            for j in idx {
+                w.push(wr.workload.as_str());
+                s.push(sel.schedule);
+                a.push(inst.attempts[j].attempt_id.as_str());
+                st.push(crate::evaluate::ns_to_s(sel.starts_ns[j]));
+                en.push(crate::evaluate::ns_to_s(sel.starts_ns[j] + durations[j]));
+            }
+        }
+    }
+    let mut df = df!(
+        "workload" => w,
+        "schedule" => s,
+        "attempt_id" => a,
+        "start_s" => st,
+        "end_s" => en,
+    )
+    .map_err(polars_err(SCHEDULES.name))?;
+    let p = dir.file(&file_of(&SCHEDULES));
+    frames::write_frame(&p, &mut df, &meta(SCHEDULES.name, report))?;
+    written.push(p);
+
+    // joint_schedules.csv.
+    let mut csv = JOINT_SCHEDULES
+        .columns
+        .iter()
+        .map(|c| c.name)
+        .collect::<Vec<_>>()
+        .join(",");
+    csv.push('\n');
+    for wr in &report.workloads {
+        for sel in &wr.selected {
+            csv.push_str(&format!(
+                "{},{},{},{},{},{},{},{},{}\n",
+                wr.workload,
+                sel.schedule,
+                num(sel.makespan_s),
+                num(wr.deadline_s),
+                num(sel.ideal.cpu),
+                num(sel.ideal.ram),
+                num(sel.ideal.gpu),
+                num(sel.ideal.cache),
+                sel.validated
+            ));
+        }
+    }
+    let p = dir.file(&file_of(&JOINT_SCHEDULES));
+    frames::atomic_write(&p, csv.as_bytes())?;
+    written.push(p);
+
+    // bounds.parquet.
+    let (mut w, mut r, mut lb, mut hold, mut fi, mut best, mut gap) =
+        (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    for wr in &report.workloads {
+        for res in crate::Resource::ALL {
+            let l = wr.lower_bounds.get(res);
+            let b = wr.best_found.get(res);
+            w.push(wr.workload.as_str());
+            r.push(res.as_str());
+            lb.push(l);
+            hold.push(wr.fifo_holding.get(res));
+            fi.push(wr.fifo_ideal.get(res));
+            best.push(b);
+            gap.push(if l > 0.0 {
+                Some((b / l - 1.0) * 100.0)
+            } else {
+                None
+            });
+        }
+    }
+    let mut df = df!(
+        "workload" => w,
+        "resource" => r,
+        "lower_bound_h" => lb,
+        "fifo_holding_h" => hold,
+        "fifo_ideal_h" => fi,
+        "best_found_h" => best,
+        "gap_pct" => gap,
+    )
+    .map_err(polars_err(BOUNDS.name))?;
+    let p = dir.file(&file_of(&BOUNDS));
+    frames::write_frame(&p, &mut df, &meta(BOUNDS.name, report))?;
+    written.push(p);
+
+    // search_trace.parquet.
+    let (mut w, mut o, mut f, mut n, mut b, mut m) =
+        (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for wr in &report.workloads {
+        for t in &wr.trace {
+            w.push(wr.workload.as_str());
+            o.push(t.objective);
+            f.push(t.family.as_str());
+            n.push(t.candidates_evaluated);
+            b.push(t.best_so_far_h);
+            m.push(t.best_makespan_s);
+        }
+    }
+    let mut df = df!(
+        "workload" => w,
+        "objective" => o,
+        "family" => f,
+        "candidates_evaluated" => n,
+        "best_so_far_h" => b,
+        "best_makespan_s" => m,
+    )
+    .map_err(polars_err(SEARCH_TRACE.name))?;
+    let p = dir.file(&file_of(&SEARCH_TRACE));
+    frames::write_frame(&p, &mut df, &meta(SEARCH_TRACE.name, report))?;
+    written.push(p);
+
+    // replay.json.
+    let mut inputs = Vec::new();
+    for name in INPUT_FRAMES {
+        let path = dir.file(&format!("{name}.parquet"));
+        let bytes = std::fs::read(&path).map_err(|source| ReplayError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        inputs.push(json!({
+            "frame": name,
+            "file": format!("{name}.parquet"),
+            "sha256": hex::encode(sha2::Sha256::digest(&bytes)),
+        }));
+    }
+    let workloads: Vec<serde_json::Value> = report
+        .workloads
+        .iter()
+        .map(|wr| {
+            json!({
+                "workload": wr.workload,
+                "attempts": wr.attempts,
+                "request_intervals": wr.request_intervals,
+                "blobs": wr.blobs,
+                "deadline_s": wr.deadline_s,
+                "lower_bounds_h": wr.lower_bounds,
+                "fifo_holding_h": wr.fifo_holding,
+                "fifo_ideal_h": wr.fifo_ideal,
+                "best_found_h": wr.best_found,
+                "selected": wr.selected,
+                "candidates_evaluated": wr.candidates_evaluated,
+                "search_summary": wr.families,
+                "rng": wr.rng,
+            })
+        })
+        .collect();
+    let doc = json!({
+        "format_version": JSON_FORMAT_VERSION,
+        "stage": "replay",
+        "tool_version": model::TOOL_VERSION,
+        "config_sha256": cfg.sha256,
+        "inputs": inputs,
+        "rng": {
+            "algorithm": RNG_ALGORITHM,
+            "seed": report.seed,
+            "order": report.order,
+        },
+        "budget": report.budget,
+        "tie_rule": TIE_RULE,
+        "joint_objective": JOINT_OBJECTIVE,
+        "time_grid": "integer nanoseconds; quotas and caps in integer nano-units",
+        "workloads": workloads,
+    });
+    let p = dir.file("replay.json");
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+    frames::atomic_write(&p, text.as_bytes())?;
+    written.push(p);
+    Ok(written)
+}
+
+/// Write `replay.run.json`: wall-clock facts of this run (never compared across runs).
+pub fn write_run_json(cfg: &model::LoadedConfig, t: &RunTimings) -> Result<PathBuf, ReplayError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let doc = json!({
+        "format_version": JSON_FORMAT_VERSION,
+        "stage": "replay",
+        "tool_version": model::TOOL_VERSION,
+        "finished_epoch_s": now,
+        "threads": t.threads,
+        "available_parallelism": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "load_s": t.load_s,
+        "workloads_s": t.workloads_s,
+        "write_s": t.write_s,
+    });
+    let p = RunDir::new(&cfg.run_dir).file("replay.run.json");
+    let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
+    frames::atomic_write(&p, text.as_bytes())?;
+    Ok(p)
+}

@@ -1,0 +1,154 @@
+//! The column contracts of the replay's frames (declared with `frames::schema`, rendered
+//! into `schemas/` by `pipeline schemas`, checked on write).
+
+use frames::schema::{ColumnType::*, FrameSpec, col, col_in};
+use model::run_dir::FRAME_SCHEMA_VERSION;
+
+const WORKLOADS: &[&str] = &["tmax", "deepswe"];
+/// Names of the selected schedules, in output order.
+pub const SCHEDULE_NAMES: &[&str] = &[
+    "fifo",
+    "best_cpu_ram",
+    "best_gpu",
+    "best_cache",
+    "best_joint",
+];
+const RESOURCES: &[&str] = &["cpu", "ram", "gpu", "cache"];
+const OBJECTIVES: &[&str] = &["gpu", "cache", "makespan"];
+const FAMILIES: &[&str] = &[
+    "priority_order",
+    "perturbation",
+    "task_grouping",
+    "group_start",
+    "local_move_gpu",
+    "local_move_cache",
+];
+
+/// `schedules.parquet`.
+pub const SCHEDULES: FrameSpec = FrameSpec {
+    name: "schedules",
+    doc: "One row per (workload, selected schedule, included attempt): the attempt's interval in the replay, seconds from time 0 (all attempts ready at 0). Rows by workload (search.order), schedule, start, FIFO position.",
+    columns: &[
+        col_in("workload", WORKLOADS, "Workload."),
+        col_in("schedule", SCHEDULE_NAMES, "Selected schedule."),
+        col("attempt_id", Str, false, "Included attempt."),
+        col(
+            "start_s",
+            F64,
+            false,
+            "Start, seconds (a whole number of nanoseconds).",
+        ),
+        col(
+            "end_s",
+            F64,
+            false,
+            "End = start + fixed duration, seconds.",
+        ),
+    ],
+};
+
+/// `bounds.parquet`.
+pub const BOUNDS: FrameSpec = FrameSpec {
+    name: "bounds",
+    doc: "One row per (workload, resource): SPEC 2.3 lower bound, FIFO holding, FIFO ideal and best found ideal value, in hours (core-, GiB-, GPU-, GiB-hours).",
+    columns: &[
+        col_in("workload", WORKLOADS, "Workload."),
+        col_in("resource", RESOURCES, "Resource."),
+        col("lower_bound_h", F64, false, "Lower bound, hours."),
+        col("fifo_holding_h", F64, false, "FIFO holding value, hours."),
+        col(
+            "fifo_ideal_h",
+            F64,
+            false,
+            "Ideal value of the FIFO schedule, hours.",
+        ),
+        col(
+            "best_found_h",
+            F64,
+            false,
+            "Smallest ideal value found by the search (CPU/RAM: the invariant ideal value), hours.",
+        ),
+        col(
+            "gap_pct",
+            F64,
+            true,
+            "(best_found_h / lower_bound_h - 1) * 100; null when the bound is 0.",
+        ),
+    ],
+};
+
+/// `search_trace.parquet`.
+pub const SEARCH_TRACE: FrameSpec = FrameSpec {
+    name: "search_trace",
+    doc: "Best so far per objective after each evaluated batch of a family. `makespan` is the CPU/RAM display criterion (the fastest feasible schedule), in hours.",
+    columns: &[
+        col_in("workload", WORKLOADS, "Workload."),
+        col_in("objective", OBJECTIVES, "Objective."),
+        col_in("family", FAMILIES, "Family of the batch just evaluated."),
+        col(
+            "candidates_evaluated",
+            U64,
+            false,
+            "Candidates evaluated so far in this workload (all families, rejected ones included).",
+        ),
+        col("best_so_far_h", F64, false, "Best value so far, hours."),
+        col(
+            "best_makespan_s",
+            F64,
+            false,
+            "Makespan of that best schedule, seconds.",
+        ),
+    ],
+};
+
+/// `joint_schedules.csv`.
+pub const JOINT_SCHEDULES: FrameSpec = FrameSpec {
+    name: "joint_schedules",
+    doc: "One row per (workload, selected schedule): its makespan, the deadline and the four ideal values of that same schedule (values that coexist), and whether the independent validator passed it.",
+    columns: &[
+        col_in("workload", WORKLOADS, "Workload."),
+        col_in("schedule", SCHEDULE_NAMES, "Selected schedule."),
+        col("makespan_s", F64, false, "Latest end, seconds."),
+        col(
+            "deadline_s",
+            F64,
+            false,
+            "Deadline D = FIFO makespan, seconds.",
+        ),
+        col("cpu_ideal_h", F64, false, "CPU ideal core-hours."),
+        col("ram_ideal_h", F64, false, "RAM ideal GiB-hours."),
+        col("gpu_ideal_h", F64, false, "GPU ideal GPU-hours."),
+        col("cache_ideal_h", F64, false, "Image-cache ideal GiB-hours."),
+        col(
+            "validated",
+            Bool,
+            false,
+            "The independent validator passed this schedule.",
+        ),
+    ],
+};
+
+/// Every frame (and CSV table) the replay writes.
+pub const FRAMES: [FrameSpec; 4] = [SCHEDULES, JOINT_SCHEDULES, BOUNDS, SEARCH_TRACE];
+
+/// The file a frame is written to below the run directory.
+pub fn file_of(spec: &FrameSpec) -> String {
+    if spec.name == JOINT_SCHEDULES.name {
+        format!("{}.csv", spec.name)
+    } else {
+        format!("{}.parquet", spec.name)
+    }
+}
+
+/// `(file name, JSON schema text)` of every replay frame, for `schemas/`.
+pub fn frame_schemas() -> Vec<(String, String)> {
+    FRAMES
+        .iter()
+        .map(|f| {
+            (
+                format!("{}.schema.json", f.name),
+                f.json_schema_text(FRAME_SCHEMA_VERSION),
+            )
+        })
+        .collect()
+}

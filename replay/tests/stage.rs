@@ -1,0 +1,372 @@
+//! The whole stage on audit frames in a temporary run directory: byte-identical outputs for
+//! the same config and for 1 vs 4 threads, the RNG evolution recorded and changed by
+//! `search.order`, `replay validate` on the written and on a tampered schedules file, the
+//! binary's error rendering, and the frames' agreement with their JSON schemas.
+
+mod common;
+
+use common::*;
+use model::WorkloadId;
+use replay::synthetic::{SyntheticShape, synthetic_instance};
+use replay::{ReplayOptions, WorkloadInstance};
+use std::path::{Path, PathBuf};
+
+const DETERMINISTIC_OUTPUTS: [&str; 5] = [
+    "schedules.parquet",
+    "joint_schedules.csv",
+    "bounds.parquet",
+    "search_trace.parquet",
+    "replay.json",
+];
+const BUDGET: &str =
+    "{ perturbations: 8, perturbation_spread: 0.3, local_moves: 64, group_starts: 6 }";
+
+fn instances() -> Vec<WorkloadInstance> {
+    let mut tmax = SyntheticShape::tmax();
+    tmax.tasks = 40;
+    tmax.requests_per_attempt = 12;
+    let mut deepswe = SyntheticShape::deepswe();
+    deepswe.tasks = 24;
+    deepswe.repos = 5;
+    deepswe.requests_per_attempt = 12;
+    vec![
+        synthetic_instance(&tmax).unwrap(),
+        synthetic_instance(&deepswe).unwrap(),
+    ]
+}
+
+fn setup(dir: &Path, order: &[WorkloadId]) -> PathBuf {
+    let inst = instances();
+    write_audit_frames(&dir.join("run"), &inst);
+    write_config(dir, &inst, order, 20261129, BUDGET)
+}
+
+fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    DETERMINISTIC_OUTPUTS
+        .iter()
+        .map(|f| {
+            (
+                f.to_string(),
+                std::fs::read(dir.join("run").join(f)).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn run(config: &Path, threads: usize) -> replay::ReplayReport {
+    let cfg = model::load_config(config).unwrap();
+    replay::run(
+        &cfg,
+        &ReplayOptions {
+            threads: Some(threads),
+        },
+    )
+    .unwrap()
+}
+
+fn json(dir: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(dir.join("run/replay.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn same_config_and_any_thread_count_give_byte_identical_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
+    let report = run(&config, 1);
+    let first = outputs(dir.path());
+    run(&config, 4);
+    let four = outputs(dir.path());
+    run(&config, 1);
+    let again = outputs(dir.path());
+    for ((name, a), ((_, b), (_, c))) in first.iter().zip(four.iter().zip(&again)) {
+        assert!(a == b, "{name} differs between 1 and 4 threads");
+        assert!(a == c, "{name} differs between two runs of the same config");
+    }
+    // Wall-clock facts live only in replay.run.json.
+    assert!(dir.path().join("run/replay.run.json").exists());
+    // Every selected schedule validated and is feasible against the recorded deadline.
+    for w in &report.workloads {
+        assert_eq!(
+            w.attempts,
+            if w.workload == WorkloadId::Tmax {
+                40
+            } else {
+                96
+            }
+        );
+        for s in &w.selected {
+            assert!(s.validated);
+            assert!(s.makespan_s <= w.deadline_s);
+            assert_eq!(s.ideal.cpu, w.fifo_ideal.cpu);
+            assert_eq!(s.ideal.ram, w.fifo_ideal.ram);
+        }
+        let families: Vec<&str> = w.families.iter().map(|f| f.family.as_str()).collect();
+        assert_eq!(
+            families,
+            [
+                "priority_order",
+                "perturbation",
+                "task_grouping",
+                "group_start",
+                "local_move_gpu",
+                "local_move_cache"
+            ]
+        );
+        let evaluated: u64 = w.families.iter().map(|f| f.evaluated).sum();
+        assert_eq!(evaluated, w.candidates_evaluated);
+        assert_eq!(evaluated, 7 + 8 + 16 + 6 + 64 + 64);
+    }
+    // joint_schedules.csv: header and one row per (workload, schedule), all validated.
+    let csv = String::from_utf8(first[1].1.clone()).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(
+        lines[0],
+        "workload,schedule,makespan_s,deadline_s,cpu_ideal_h,ram_ideal_h,gpu_ideal_h,cache_ideal_h,validated"
+    );
+    assert_eq!(lines.len(), 1 + 2 * 5);
+    assert!(lines[1].starts_with("tmax,fifo,") && lines[6].starts_with("deepswe,fifo,"));
+    assert!(lines[1..].iter().all(|l| l.ends_with(",true")));
+}
+
+#[test]
+fn search_order_is_recorded_and_changes_the_rng_evolution() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    run(
+        &setup(a.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]),
+        2,
+    );
+    run(
+        &setup(b.path(), &[WorkloadId::Deepswe, WorkloadId::Tmax]),
+        2,
+    );
+    let (ja, jb) = (json(a.path()), json(b.path()));
+    assert_eq!(ja["rng"]["order"], serde_json::json!(["tmax", "deepswe"]));
+    assert_eq!(jb["rng"]["order"], serde_json::json!(["deepswe", "tmax"]));
+    assert_eq!(ja["rng"]["seed"], 20261129);
+    let rng_of = |j: &serde_json::Value, w: &str| {
+        j["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["workload"] == w)
+            .unwrap()["rng"]
+            .clone()
+    };
+    // The first workload in the order starts at word 0 of the shared stream; the second
+    // continues after it. Swapping the order swaps which workload gets which draws.
+    assert_eq!(rng_of(&ja, "tmax")["word_pos_before"], 0);
+    assert_eq!(rng_of(&jb, "deepswe")["word_pos_before"], 0);
+    assert_ne!(rng_of(&ja, "deepswe")["word_pos_before"], 0);
+    assert_eq!(
+        rng_of(&ja, "tmax")["family_seeds"],
+        rng_of(&jb, "deepswe")["family_seeds"]
+    );
+    assert_ne!(
+        rng_of(&ja, "tmax")["family_seeds"],
+        rng_of(&jb, "tmax")["family_seeds"]
+    );
+    // The order and seed are also in every frame's metadata.
+    let md = frames::read_metadata(&b.path().join("run/schedules.parquet")).unwrap();
+    assert!(md.contains(&("agentrace.search_order".into(), "deepswe,tmax".into())));
+    assert!(md.contains(&("agentrace.seed".into(), "20261129".into())));
+    // FIFO and bounds do not depend on the RNG.
+    let fifo = |j: &serde_json::Value, w: &str| {
+        j["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["workload"] == w)
+            .unwrap()["fifo_ideal_h"]
+            .clone()
+    };
+    assert_eq!(fifo(&ja, "deepswe"), fifo(&jb, "deepswe"));
+}
+
+#[test]
+fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
+    run(&config, 2);
+    let cfg = model::load_config(&config).unwrap();
+    let schedules = dir.path().join("run/schedules.parquet");
+    let checks = replay::validate::validate_schedules_file(&cfg, &schedules).unwrap();
+    assert_eq!(checks.len(), 10);
+    // The recomputed values equal the ones in joint_schedules.csv.
+    let csv = std::fs::read_to_string(dir.path().join("run/joint_schedules.csv")).unwrap();
+    for (c, line) in checks.iter().zip(csv.lines().skip(1)) {
+        let f: Vec<&str> = line.split(',').collect();
+        assert_eq!((f[0], f[1]), (c.workload.as_str(), c.schedule.as_str()));
+        assert_eq!(f[3].parse::<f64>().unwrap(), c.deadline_s);
+        for (k, v) in [
+            (4, c.values.cpu_h),
+            (5, c.values.ram_h),
+            (6, c.values.gpu_h),
+            (7, c.values.cache_h),
+        ] {
+            let want: f64 = f[k].parse().unwrap();
+            assert!(
+                (want - v).abs() <= 1e-9 * want.abs(),
+                "{line}: column {k} {want} vs {v}"
+            );
+        }
+    }
+
+    // A CSV copy with one attempt dropped from best_gpu and one duration stretched in fifo.
+    let df = frames::read_frame(&schedules, "schedules", 1).unwrap();
+    let mut text = String::from("workload,schedule,attempt_id,start_s,end_s\n");
+    let col = |n: &str| df.column(n).unwrap().clone();
+    let (w, s, a, st, en) = (
+        col("workload"),
+        col("schedule"),
+        col("attempt_id"),
+        col("start_s"),
+        col("end_s"),
+    );
+    let (w, s, a) = (w.str().unwrap(), s.str().unwrap(), a.str().unwrap());
+    let (st, en) = (st.f64().unwrap(), en.f64().unwrap());
+    let mut dropped = None;
+    let mut stretched = None;
+    for i in 0..df.height() {
+        let (wi, si, ai) = (w.get(i).unwrap(), s.get(i).unwrap(), a.get(i).unwrap());
+        let mut end = en.get(i).unwrap();
+        if wi == "deepswe" && si == "best_gpu" && dropped.is_none() {
+            dropped = Some(ai.to_string());
+            continue;
+        }
+        if wi == "tmax" && si == "fifo" && stretched.is_none() {
+            stretched = Some(ai.to_string());
+            end += 1.0;
+        }
+        text.push_str(&format!("{wi},{si},{ai},{},{end}\n", st.get(i).unwrap()));
+    }
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, text).unwrap();
+    let err = replay::validate::validate_schedules_file(&cfg, &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("2 schedule(s) failed validation: tmax/fifo: attempt `"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("attempt `{}` runs", stretched.unwrap())),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "deepswe/best_gpu: attempt `{}` is missing from the schedule",
+            dropped.unwrap()
+        )),
+        "{err}"
+    );
+
+    // The binary: success prints a summary; failure prints `error:` and `Caused by:` and
+    // exits non-zero.
+    let bin = env!("CARGO_BIN_EXE_replay");
+    let ok = std::process::Command::new(bin)
+        .args(["validate", "--schedules"])
+        .arg(&schedules)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&ok.stdout).lines().count(), 10);
+    let fail = std::process::Command::new(bin)
+        .args(["validate", "--schedules"])
+        .arg(&bad)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!fail.status.success());
+    let stderr = String::from_utf8_lossy(&fail.stderr);
+    assert!(stderr.starts_with("error: validating "), "{stderr}");
+    assert!(
+        stderr.contains("Caused by:\n    2 schedule(s) failed validation"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_binary_runs_the_stage_and_refuses_a_missing_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
+    let bin = env!("CARGO_BIN_EXE_replay");
+    let ok = std::process::Command::new(bin)
+        .arg("--config")
+        .arg(&config)
+        .args(["--threads", "2"])
+        .output()
+        .unwrap();
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    std::fs::remove_file(dir.path().join("run/requests.parquet")).unwrap();
+    let fail = std::process::Command::new(bin)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!fail.status.success());
+    let stderr = String::from_utf8_lossy(&fail.stderr);
+    assert!(stderr.starts_with("error: replay of "), "{stderr}");
+    assert!(stderr.contains("requests.parquet"), "{stderr}");
+}
+
+#[test]
+fn an_included_attempt_over_a_cap_fails_the_stage_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut inst = instances();
+    inst[0].attempts[3].mem_gib = 70.0;
+    let bad_id = inst[0].attempts[3].attempt_id.clone();
+    write_audit_frames(&dir.path().join("run"), &inst);
+    let config = write_config(
+        dir.path(),
+        &inst,
+        &[WorkloadId::Tmax, WorkloadId::Deepswe],
+        1,
+        BUDGET,
+    );
+    let cfg = model::load_config(&config).unwrap();
+    let err = replay::run(&cfg, &ReplayOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        format!(
+            "tmax attempt `{bad_id}` can never be placed: its ram_gib quota 70 exceeds the cap 66 of workloads.tmax.replay"
+        )
+    );
+}
+
+#[test]
+fn frames_match_their_json_schemas() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
+    run(&config, 2);
+    for spec in replay::schemas::FRAMES {
+        let file = replay::schemas::file_of(&spec);
+        if !file.ends_with(".parquet") {
+            continue;
+        }
+        let df = frames::read_frame(&dir.path().join("run").join(&file), spec.name, 1).unwrap();
+        spec.check(&df).unwrap();
+    }
+    // The checked-in schemas/ are the generated ones (pipeline's drift test checks all).
+    let schema_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../schemas");
+    for (name, text) in replay::schemas::frame_schemas() {
+        let on_disk = std::fs::read_to_string(schema_dir.join(&name)).unwrap_or_default();
+        assert_eq!(
+            on_disk, text,
+            "{name} is stale: run `cargo run -p pipeline -- schemas`"
+        );
+    }
+}
