@@ -10,7 +10,8 @@ pub fn all_schemas() -> Vec<(String, String)> {
         "pipeline.schema.json".to_string(),
         serde_json::to_string_pretty(&pipeline).expect("schema serializes") + "\n",
     )];
-    for spec in audit::schema::AUDIT_FRAME_SPECS {
+    let ledger = &ingest::ledger::LEDGER;
+    for spec in std::iter::once(ledger).chain(audit::schema::AUDIT_FRAME_SPECS) {
         out.push((
             format!("{}.schema.json", spec.name),
             spec.json_schema_text(FRAME_SCHEMA_VERSION),

@@ -1,0 +1,247 @@
+//! The GCS location, read through `object_store`'s GCS backend and always pinned to the
+//! manifest's object generation (`GetOptions.version`). object_store retries 5xx / 429 /
+//! connection faults (its `RetryConfig`) and continues a broken body with a Range request
+//! itself; when it gives up mid-body, this source resumes from the byte the sink reached.
+//!
+//! An emulator (`STORAGE_EMULATOR_HOST` or `sources.gcs.endpoint`) is reached through a
+//! service-account file written to a temporary path with `gcs_base_url` and
+//! `disable_oauth: true`, as object_store documents. The emulator must serve the XML API on
+//! the address it is reached at (fake-gcs-server: `-public-host <host:port>`).
+
+use super::{ArchiveSource, Backoff, FetchInfo};
+use crate::error::{FetchError, IngestError};
+use crate::sink::ByteSink;
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use model::ArchiveSpec;
+use model::config::LocationKind;
+use object_store::gcp::{GoogleCloudStorage, GoogleCloudStorageBuilder};
+use object_store::path::Path as ObjectPath;
+use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::time::Duration;
+
+/// How to reach GCS.
+#[derive(Debug, Clone)]
+pub struct GcsSettings {
+    /// Emulator base URL (`http://host:port`); `None` for the real service.
+    pub endpoint: Option<String>,
+    /// Retries of a transient fault, and resumes of a broken body.
+    pub retries: u32,
+    /// Whole-request timeout (must cover the largest archive's transfer).
+    pub request_timeout: Duration,
+    /// First retry pause.
+    pub initial_backoff: Duration,
+}
+
+/// Reads pinned object generations, one object_store client per bucket.
+#[derive(Debug)]
+pub struct GcsSource {
+    stores: BTreeMap<String, GoogleCloudStorage>,
+    settings: GcsSettings,
+    /// Keeps the emulator's service-account file alive as long as the clients.
+    _service_account: Option<tempfile::NamedTempFile>,
+}
+
+/// `gs://bucket/object#generation` of an archive's GCS location.
+pub fn gcs_uri(archive: &ArchiveSpec) -> Option<String> {
+    archive.gcs.as_ref().map(|g| g.uri())
+}
+
+impl GcsSource {
+    /// Build clients for the given buckets. No request is made.
+    pub fn new<'b>(
+        buckets: impl IntoIterator<Item = &'b str>,
+        settings: GcsSettings,
+    ) -> Result<GcsSource, IngestError> {
+        let service_account = match &settings.endpoint {
+            Some(endpoint) => {
+                let mut f = tempfile::Builder::new()
+                    .prefix("ingest-gcs-emulator-")
+                    .suffix(".json")
+                    .tempfile()
+                    .map_err(|e| {
+                        IngestError::Config(format!(
+                            "writing the emulator's service-account file: {e}"
+                        ))
+                    })?;
+                let doc = serde_json::json!({
+                    "gcs_base_url": endpoint,
+                    "disable_oauth": true,
+                    "client_email": "",
+                    "private_key": "",
+                    "private_key_id": "",
+                });
+                f.write_all(doc.to_string().as_bytes())
+                    .and_then(|_| f.flush())
+                    .map_err(|e| {
+                        IngestError::Config(format!("writing {}: {e}", f.path().display()))
+                    })?;
+                Some(f)
+            }
+            None => None,
+        };
+        let retry = RetryConfig {
+            backoff: BackoffConfig {
+                init_backoff: settings.initial_backoff,
+                max_backoff: Backoff::MAX,
+                base: 2.0,
+            },
+            max_retries: settings.retries as usize,
+            retry_timeout: Duration::from_secs(180),
+        };
+        let mut client = ClientOptions::new()
+            .with_timeout(settings.request_timeout)
+            .with_connect_timeout(Duration::from_secs(30));
+        if settings
+            .endpoint
+            .as_deref()
+            .is_some_and(|e| e.starts_with("http://"))
+        {
+            client = client.with_allow_http(true);
+        }
+        let mut stores = BTreeMap::new();
+        for bucket in buckets {
+            if stores.contains_key(bucket) {
+                continue;
+            }
+            let builder = match &service_account {
+                Some(f) => GoogleCloudStorageBuilder::new()
+                    .with_service_account_path(f.path().to_string_lossy()),
+                None => GoogleCloudStorageBuilder::from_env(),
+            };
+            let store = builder
+                .with_bucket_name(bucket)
+                .with_retry(retry.clone())
+                .with_client_options(client.clone())
+                .build()
+                .map_err(|e| {
+                    IngestError::Config(format!("GCS client for bucket `{bucket}`: {e}"))
+                })?;
+            stores.insert(bucket.to_string(), store);
+        }
+        Ok(GcsSource {
+            stores,
+            settings,
+            _service_account: service_account,
+        })
+    }
+}
+
+impl ArchiveSource for GcsSource {
+    fn kind(&self) -> LocationKind {
+        LocationKind::Gcs
+    }
+
+    fn uri(&self, archive: &ArchiveSpec) -> Option<String> {
+        gcs_uri(archive)
+    }
+
+    fn fetch<'a>(
+        &'a self,
+        archive: &'a ArchiveSpec,
+        sink: &'a mut dyn ByteSink,
+    ) -> BoxFuture<'a, Result<FetchInfo, FetchError>> {
+        Box::pin(async move {
+            let uri = gcs_uri(archive).unwrap_or_default();
+            let Some(loc) = &archive.gcs else {
+                return Err(FetchError::NotFound {
+                    uri,
+                    detail: "the archive has no GCS location".into(),
+                });
+            };
+            let Some(store) = self.stores.get(&loc.bucket) else {
+                return Err(FetchError::Gcs {
+                    uri,
+                    detail: format!("no client was built for bucket `{}`", loc.bucket),
+                });
+            };
+            let path = ObjectPath::parse(&loc.object).map_err(|e| FetchError::Protocol {
+                uri: uri.clone(),
+                detail: format!("object name is not a valid path: {e}"),
+            })?;
+            let pinned = loc.generation.to_string();
+            let mut info = FetchInfo::full_object();
+            let mut backoff = Backoff::new(self.settings.initial_backoff);
+            let mut known_size: Option<u64> = None;
+            let mut attempts = 0u32;
+            loop {
+                attempts += 1;
+                let offset = sink.offset();
+                if known_size == Some(offset) {
+                    return Ok(info);
+                }
+                let options = GetOptions {
+                    version: Some(pinned.clone()),
+                    range: (offset > 0).then_some(GetRange::Offset(offset)),
+                    ..GetOptions::default()
+                };
+                let result = match store.get_opts(&path, options).await {
+                    Ok(r) => r,
+                    Err(object_store::Error::NotFound { .. }) => {
+                        return Err(FetchError::NotFound {
+                            uri,
+                            detail: format!(
+                                "object `{}` has no generation {} in bucket `{}`",
+                                loc.object, loc.generation, loc.bucket
+                            ),
+                        });
+                    }
+                    Err(e) => {
+                        return Err(FetchError::Gcs {
+                            uri,
+                            detail: e.to_string(),
+                        });
+                    }
+                };
+                match result.meta.version.as_deref() {
+                    Some(v) if v == pinned => {}
+                    other => {
+                        return Err(FetchError::GenerationMismatch {
+                            uri,
+                            pinned: loc.generation,
+                            served: other.unwrap_or("(none)").to_string(),
+                        });
+                    }
+                }
+                let size = result.meta.size;
+                if size > archive.bytes {
+                    return Err(FetchError::Oversize {
+                        uri,
+                        advertised: Some(size),
+                        expected: archive.bytes,
+                    });
+                }
+                known_size = Some(size);
+                let mut stream = result.into_stream();
+                let mut broke = None;
+                while let Some(item) = stream.next().await {
+                    match item {
+                        Ok(chunk) => sink.write(&chunk)?,
+                        Err(e) => {
+                            broke = Some(e);
+                            break;
+                        }
+                    }
+                }
+                match broke {
+                    None => return Ok(info),
+                    Some(e) => {
+                        if info.resumes >= self.settings.retries {
+                            return Err(FetchError::Transport {
+                                uri,
+                                attempts,
+                                reached: sink.offset(),
+                                detail: e.to_string(),
+                            });
+                        }
+                        info.resumes += 1;
+                        tracing::debug!(%uri, reached = sink.offset(), "body broke; resuming");
+                        backoff.wait(None).await;
+                    }
+                }
+            }
+        })
+    }
+}

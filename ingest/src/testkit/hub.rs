@@ -1,0 +1,448 @@
+//! A local Hugging Face Hub for tests: two loopback listeners on ephemeral ports, the Hub
+//! (resolve protocol) and a content host on another origin (LFS bytes, honouring Range),
+//! with switches for the faults a real deployment shows.
+//!
+//! `HEAD|GET /datasets/{owner}/{name}/resolve/{revision}/{path}`: an unknown revision is a
+//! 404 (`X-Error-Code: RevisionNotFound`), a branch resolves to its commit, an unknown path
+//! is a 404 (`EntryNotFound`); a known file answers 302 with `X-Repo-Commit`,
+//! `X-Linked-Etag` (quoted SHA256), `X-Linked-Size`, `ETag` and a `Location` on the content
+//! host. The real `huggingface_hub` client downloads from it (see the fidelity test).
+
+use super::TestkitError;
+use super::http::{
+    RequestHead, parse_range, percent_decode, read_request, write_head, write_simple,
+};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Fault switches of the Hub and its content host.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HubFaults {
+    /// Answer this `X-Repo-Commit` instead of the real one.
+    pub wrong_commit: Option<String>,
+    /// Answer this many resolve requests with 429 (`Retry-After: 0`) before serving.
+    pub too_many_requests: u32,
+    /// Once: close a content connection after this many body bytes (the first answer
+    /// longer than that fires it).
+    pub drop_content_after: Option<u64>,
+    /// Announce `X-Linked-Size` = real size + this.
+    pub size_delta: i64,
+    /// Flip the byte at this file offset in every content answer covering it.
+    pub tamper_at: Option<u64>,
+    /// The Hub answers 401 unless `Authorization: Bearer <token>` is sent.
+    pub require_token: Option<String>,
+    /// The content host ignores Range and always answers 200 with the whole file.
+    pub ignore_range: bool,
+}
+
+/// Which listener answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HubRole {
+    /// The Hub (resolve).
+    Hub,
+    /// The content host (bytes).
+    Content,
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubRequest {
+    /// Which listener.
+    pub role: HubRole,
+    /// Method.
+    pub method: String,
+    /// Path and query.
+    pub target: String,
+    /// `Range` header.
+    pub range: Option<String>,
+    /// `Authorization` header.
+    pub authorization: Option<String>,
+    /// Status answered.
+    pub status: u16,
+}
+
+#[derive(Debug, Clone)]
+struct HubFile {
+    local: PathBuf,
+    sha256: String,
+    size: u64,
+}
+
+#[derive(Debug, Default)]
+struct HubState {
+    /// (repo, commit, path) -> file
+    files: HashMap<(String, String, String), HubFile>,
+    /// (repo, branch) -> commit
+    branches: HashMap<(String, String), String>,
+    faults: HubFaults,
+    log: Vec<HubRequest>,
+}
+
+/// The running Hub and content host. Dropping it stops both.
+#[derive(Debug)]
+pub struct HubServer {
+    hub: SocketAddr,
+    content: SocketAddr,
+    state: Arc<Mutex<HubState>>,
+    rt: Option<tokio::runtime::Runtime>,
+}
+
+impl HubServer {
+    /// Start both listeners on 127.0.0.1 with ephemeral ports.
+    pub fn start() -> Result<HubServer, TestkitError> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .thread_name("testkit-hub")
+            .build()
+            .map_err(|e| TestkitError::Io("starting the hub runtime".into(), e))?;
+        let state = Arc::new(Mutex::new(HubState::default()));
+        let (hub_l, content_l) = rt
+            .block_on(async {
+                Ok::<_, std::io::Error>((
+                    TcpListener::bind("127.0.0.1:0").await?,
+                    TcpListener::bind("127.0.0.1:0").await?,
+                ))
+            })
+            .map_err(|e| TestkitError::Io("binding the hub listeners".into(), e))?;
+        let hub = hub_l
+            .local_addr()
+            .map_err(|e| TestkitError::Io("hub address".into(), e))?;
+        let content = content_l
+            .local_addr()
+            .map_err(|e| TestkitError::Io("content address".into(), e))?;
+        let content_origin = format!("http://{content}");
+        for (listener, role) in [(hub_l, HubRole::Hub), (content_l, HubRole::Content)] {
+            let state = state.clone();
+            let origin = content_origin.clone();
+            rt.spawn(async move {
+                while let Ok((sock, _)) = listener.accept().await {
+                    let state = state.clone();
+                    let origin = origin.clone();
+                    tokio::spawn(async move {
+                        let _ = serve_connection(sock, role, state, origin).await;
+                    });
+                }
+            });
+        }
+        Ok(HubServer {
+            hub,
+            content,
+            state,
+            rt: Some(rt),
+        })
+    }
+
+    /// The Hub's base URL (for `HF_ENDPOINT` / `sources.hf.endpoint`).
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.hub)
+    }
+
+    /// The content host's origin.
+    pub fn content_origin(&self) -> String {
+        format!("http://{}", self.content)
+    }
+
+    /// Serve `local` as `path` of dataset `repo` at `commit` (hashing it now).
+    pub fn add_file(
+        &self,
+        repo: &str,
+        commit: &str,
+        path: &str,
+        local: &Path,
+    ) -> Result<String, TestkitError> {
+        let (sha256, size) = crate::sink::hash_file(local)
+            .map_err(|e| TestkitError::Io(format!("hashing {}", local.display()), e))?;
+        let mut s = self.state.lock().expect("hub state");
+        s.files.insert(
+            (repo.to_string(), commit.to_string(), path.to_string()),
+            HubFile {
+                local: local.to_path_buf(),
+                sha256: sha256.clone(),
+                size,
+            },
+        );
+        Ok(sha256)
+    }
+
+    /// Point branch `name` of `repo` at `commit`.
+    pub fn set_branch(&self, repo: &str, name: &str, commit: &str) {
+        let mut s = self.state.lock().expect("hub state");
+        s.branches
+            .insert((repo.to_string(), name.to_string()), commit.to_string());
+    }
+
+    /// Replace the fault switches.
+    pub fn set_faults(&self, faults: HubFaults) {
+        self.state.lock().expect("hub state").faults = faults;
+    }
+
+    /// The current fault switches (a once-fault that fired is cleared).
+    pub fn faults(&self) -> HubFaults {
+        self.state.lock().expect("hub state").faults.clone()
+    }
+
+    /// Every request so far.
+    pub fn requests(&self) -> Vec<HubRequest> {
+        self.state.lock().expect("hub state").log.clone()
+    }
+
+    /// Forget the request log.
+    pub fn clear_requests(&self) {
+        self.state.lock().expect("hub state").log.clear();
+    }
+}
+
+impl Drop for HubServer {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
+}
+
+fn log(state: &Mutex<HubState>, role: HubRole, head: &RequestHead, status: u16) {
+    state.lock().expect("hub state").log.push(HubRequest {
+        role,
+        method: head.method.clone(),
+        target: head.target.clone(),
+        range: head.header("range").map(str::to_string),
+        authorization: head.header("authorization").map(str::to_string),
+        status,
+    });
+}
+
+async fn serve_connection(
+    sock: TcpStream,
+    role: HubRole,
+    state: Arc<Mutex<HubState>>,
+    content_origin: String,
+) -> std::io::Result<()> {
+    let (r, mut w) = sock.into_split();
+    let mut r = BufReader::new(r);
+    while let Some(head) = read_request(&mut r).await? {
+        let keep = match role {
+            HubRole::Hub => serve_hub(&mut w, &head, &state, &content_origin).await?,
+            HubRole::Content => serve_content(&mut w, &head, &state).await?,
+        };
+        if !keep || head.wants_close() {
+            break;
+        }
+    }
+    let _ = w.shutdown().await;
+    Ok(())
+}
+
+/// Answer a Hub request; returns whether to keep the connection.
+async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
+    w: &mut W,
+    head: &RequestHead,
+    state: &Mutex<HubState>,
+    content_origin: &str,
+) -> std::io::Result<bool> {
+    let head_only = head.method == "HEAD";
+    let json = |m: &str| ("Content-Type", m.to_string());
+    let path = head.path().to_string();
+    let parts: Vec<&str> = path.trim_start_matches('/').splitn(6, '/').collect();
+    // datasets / owner / name / resolve / revision / file path
+    if parts.len() < 6 || parts[0] != "datasets" || parts[3] != "resolve" {
+        log(state, HubRole::Hub, head, 404);
+        write_simple(
+            w,
+            404,
+            vec![json("text/plain")],
+            b"not a resolve URL",
+            head_only,
+        )
+        .await?;
+        return Ok(true);
+    }
+    let repo = format!("{}/{}", parts[1], parts[2]);
+    let revision = percent_decode(parts[4]);
+    let file_path = percent_decode(parts[5]);
+    enum Answer {
+        Status(u16, Vec<(&'static str, String)>, &'static [u8]),
+        Redirect(Vec<(&'static str, String)>),
+    }
+    let answer = {
+        let mut s = state.lock().expect("hub state");
+        if let Some(tok) = &s.faults.require_token
+            && head.header("authorization") != Some(format!("Bearer {tok}").as_str())
+        {
+            Answer::Status(
+                401,
+                vec![(
+                    "X-Error-Message",
+                    "Invalid credentials in Authorization header".into(),
+                )],
+                b"unauthorized",
+            )
+        } else if s.faults.too_many_requests > 0 {
+            s.faults.too_many_requests -= 1;
+            Answer::Status(429, vec![("Retry-After", "0".into())], b"slow down")
+        } else {
+            let commit = if let Some(c) = s.branches.get(&(repo.clone(), revision.clone())) {
+                Some(c.clone())
+            } else if s.files.keys().any(|(r, c, _)| *r == repo && *c == revision) {
+                Some(revision.clone())
+            } else {
+                None
+            };
+            match commit {
+                None => Answer::Status(
+                    404,
+                    vec![("X-Error-Code", "RevisionNotFound".into())],
+                    b"revision not found",
+                ),
+                Some(commit) => {
+                    match s
+                        .files
+                        .get(&(repo.clone(), commit.clone(), file_path.clone()))
+                    {
+                        None => Answer::Status(
+                            404,
+                            vec![
+                                ("X-Error-Code", "EntryNotFound".into()),
+                                ("X-Repo-Commit", commit.clone()),
+                            ],
+                            b"entry not found",
+                        ),
+                        Some(f) => {
+                            let served = s.faults.wrong_commit.clone().unwrap_or(commit.clone());
+                            let size = (f.size as i64 + s.faults.size_delta).max(0);
+                            Answer::Redirect(vec![
+                                (
+                                    "Location",
+                                    format!(
+                                        "{content_origin}/lfs/{}?repo={repo}&commit={commit}",
+                                        f.sha256
+                                    ),
+                                ),
+                                ("X-Repo-Commit", served),
+                                ("X-Linked-Etag", format!("\"{}\"", f.sha256)),
+                                ("X-Linked-Size", size.to_string()),
+                                ("ETag", format!("\"{}\"", f.sha256)),
+                            ])
+                        }
+                    }
+                }
+            }
+        }
+    };
+    match answer {
+        Answer::Status(code, headers, body) => {
+            log(state, HubRole::Hub, head, code);
+            write_simple(w, code, headers, body, head_only).await?;
+        }
+        Answer::Redirect(headers) => {
+            log(state, HubRole::Hub, head, 302);
+            write_simple(w, 302, headers, b"", head_only).await?;
+        }
+    }
+    Ok(true)
+}
+
+/// Answer a content request; returns whether to keep the connection.
+async fn serve_content<W: tokio::io::AsyncWrite + Unpin>(
+    w: &mut W,
+    head: &RequestHead,
+    state: &Mutex<HubState>,
+) -> std::io::Result<bool> {
+    let head_only = head.method == "HEAD";
+    let sha = head.path().trim_start_matches("/lfs/").to_string();
+    let (file, faults) = {
+        let s = state.lock().expect("hub state");
+        (
+            s.files.values().find(|f| f.sha256 == sha).cloned(),
+            s.faults.clone(),
+        )
+    };
+    let Some(file) = file else {
+        log(state, HubRole::Content, head, 404);
+        write_simple(w, 404, vec![], b"no such object", head_only).await?;
+        return Ok(true);
+    };
+    let range = if faults.ignore_range {
+        None
+    } else {
+        parse_range(head.header("range"), file.size)
+    };
+    if head.header("range").is_some() && range.is_none() && !faults.ignore_range {
+        log(state, HubRole::Content, head, 416);
+        write_simple(
+            w,
+            416,
+            vec![("Content-Range", format!("bytes */{}", file.size))],
+            b"",
+            head_only,
+        )
+        .await?;
+        return Ok(true);
+    }
+    let (status, start, end) = match range {
+        Some((a, b)) => (206u16, a, b),
+        None => (200u16, 0, file.size.saturating_sub(1)),
+    };
+    let len = if file.size == 0 { 0 } else { end - start + 1 };
+    let mut headers = vec![
+        ("Content-Length", len.to_string()),
+        ("Content-Type", "application/octet-stream".to_string()),
+        ("Accept-Ranges", "bytes".to_string()),
+        ("ETag", format!("\"{}\"", file.sha256)),
+    ];
+    if status == 206 {
+        headers.push((
+            "Content-Range",
+            format!("bytes {start}-{end}/{}", file.size),
+        ));
+    }
+    log(state, HubRole::Content, head, status);
+    write_head(w, status, &headers).await?;
+    if head_only || len == 0 {
+        w.flush().await?;
+        return Ok(true);
+    }
+    let drop_after = faults.drop_content_after;
+    let mut f = tokio::fs::File::open(&file.local).await?;
+    f.seek(std::io::SeekFrom::Start(start)).await?;
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut sent = 0u64;
+    while sent < len {
+        let want = ((len - sent) as usize).min(buf.len());
+        let n = f.read(&mut buf[..want]).await?;
+        if n == 0 {
+            break;
+        }
+        let chunk = &mut buf[..n];
+        if let Some(t) = faults.tamper_at {
+            let off = start + sent;
+            if t >= off && t < off + n as u64 {
+                chunk[(t - off) as usize] ^= 0xff;
+            }
+        }
+        if let Some(limit) = drop_after
+            && sent + n as u64 > limit
+        {
+            // A once-fault: disarm it so the retry is served normally.
+            state.lock().expect("hub state").faults.drop_content_after = None;
+            let k = (limit - sent) as usize;
+            w.write_all(&chunk[..k]).await?;
+            w.flush().await?;
+            return Ok(false);
+        }
+        w.write_all(chunk).await?;
+        sent += n as u64;
+    }
+    w.flush().await?;
+    Ok(true)
+}
+
+/// SHA256 of bytes, lowercase hex (test helper).
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}

@@ -1,0 +1,32 @@
+//! Test infrastructure, real where it can be: the real fake-gcs-server ([`fake_gcs`]), a
+//! local Hub that speaks the resolve protocol ([`hub`]), a fault-injecting HTTP proxy
+//! ([`proxy`]) and writers of manifests and `pipeline.yaml` files ([`fixture`]). Used by
+//! this crate's tests and by other crates' tests; nothing here runs in a production ingest.
+
+pub mod fake_gcs;
+pub mod fixture;
+pub mod http;
+pub mod hub;
+pub mod proxy;
+
+pub use fake_gcs::{FakeGcsServer, PublishedObject, locate_fake_gcs_server};
+pub use fixture::{SourcesSpec, manifest_row, write_pipeline};
+pub use hub::{HubFaults, HubRequest, HubRole, HubServer};
+pub use proxy::{FaultProxy, ProxiedRequest, ProxyFaults};
+
+/// A test server or fixture could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TestkitError {
+    /// A required tool is not installed.
+    #[error("{0}")]
+    Missing(String),
+    /// An OS-level failure.
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    /// An HTTP exchange with a test server failed.
+    #[error("{0}")]
+    Http(String),
+    /// A config or manifest could not be written.
+    #[error("{0}")]
+    Fixture(String),
+}

@@ -1,0 +1,312 @@
+//! Hub faults against the local Hub server: a commit that differs from the pin, an unknown
+//! revision, 429 then success, a body dropped mid-way then resumed by range, a wrong
+//! announced size, tampered bytes, a required token (sent to the Hub only), a content host
+//! that ignores Range (shard scan). Each leaves only verified blobs in the store.
+
+mod common;
+
+use common::*;
+use ingest::testkit::{HubFaults, HubRole};
+use ingest::{EnvOverrides, FetchError, HfToken, IngestOptions, Verdict};
+use model::config::LocationKind::Hf;
+
+fn revision() -> String {
+    demo::write::demo_hf_revision(demo::DEFAULT_SEED)
+}
+
+#[test]
+fn a_commit_other_than_the_pin_and_an_unknown_revision_are_refused() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let mut rows = c.rows();
+    let other = "0123456789abcdef0123456789abcdef01234567".to_string();
+    // Archive 1 pins a revision the Hub does not have.
+    rows[1].hf_revision = Some(other.clone());
+    let cfg = c.pipeline("hf-pins", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = failed_report(ingest::run(&cfg, &opts()));
+    assert_eq!(report.verified_archives, rows.len() - 1);
+    let r1 = &report.ledger[1];
+    assert_eq!(r1.verdict, Verdict::Error);
+    assert_eq!(
+        r1.error.as_deref(),
+        Some(
+            format!(
+                "{}: not found: the Hub has no `raw/shard-00000.tar` at revision {other} of dataset `{}` (RevisionNotFound)",
+                r1.uri,
+                demo::write::DEMO_HF_REPO
+            )
+            .as_str()
+        )
+    );
+
+    // The Hub answers another commit for every resolve.
+    hub.clear_requests();
+    hub.set_faults(HubFaults {
+        wrong_commit: Some(other.clone()),
+        ..HubFaults::default()
+    });
+    let cfg = c.pipeline(
+        "hf-wrong-commit",
+        &c.rows(),
+        &[Hf],
+        None,
+        Some(hub.endpoint()),
+    );
+    let report = failed_report(ingest::run(&cfg, &opts()));
+    assert_eq!(report.verified_archives, 0);
+    for r in &report.ledger {
+        assert_eq!(r.verdict, Verdict::Error);
+        assert_eq!(r.resolved_commit.as_deref(), Some(other.as_str()));
+        assert_eq!(r.revision.as_deref(), Some(revision().as_str()));
+        assert_eq!(
+            r.error.as_deref(),
+            Some(
+                format!(
+                    "{}: the Hub served commit {other} for the pinned revision {}",
+                    r.uri,
+                    revision()
+                )
+                .as_str()
+            )
+        );
+    }
+    // No bytes were read from the content host, nothing entered the store or quarantine.
+    let log = hub.requests();
+    assert_eq!(log.len(), rows.len());
+    assert!(
+        log.iter()
+            .all(|r| r.role == HubRole::Hub && r.status == 302)
+    );
+    assert_store_exactly(&cfg, &[]);
+    assert_eq!(quarantine_files(&cfg), Vec::<String>::new());
+}
+
+#[test]
+fn a_branch_name_resolves_to_its_commit_which_the_pin_check_reports() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let source = ingest::source::HfSource::new(ingest::source::hf::HfSettings {
+        endpoint: hub.endpoint(),
+        token: None,
+        retries: 0,
+        request_timeout: std::time::Duration::from_secs(10),
+        initial_backoff: std::time::Duration::from_millis(5),
+    })
+    .unwrap();
+    let mut loc = c.archives()[0].hf.clone().unwrap();
+    loc.revision = "main".into();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let mut info = ingest::source::FetchInfo::full_object();
+    let err = rt
+        .block_on(source.resolve("u", &loc, &mut info))
+        .unwrap_err();
+    match err {
+        FetchError::CommitMismatch { pinned, served, .. } => {
+            assert_eq!(pinned, "main");
+            assert_eq!(served, revision());
+        }
+        other => panic!("expected CommitMismatch, got {other}"),
+    }
+}
+
+#[test]
+fn a_429_then_success_and_a_member_body_dropped_then_resumed_by_range() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let rows = vec![c.rows()[0].clone()];
+    let a = &c.archives()[0];
+    hub.set_faults(HubFaults {
+        too_many_requests: 1,
+        drop_content_after: Some(2000),
+        ..HubFaults::default()
+    });
+    let cfg = c.pipeline("hf-transient", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = ingest::run(&cfg, &opts()).expect("transient faults are retried and resumed");
+    assert_eq!(report.ledger[0].verdict, Verdict::Verified);
+    assert_eq!(report.ledger[0].method.as_deref(), Some("member_range"));
+    // The first member of shard 0 starts after its 512-byte header.
+    let (start, end) = (512u64, 512 + a.bytes - 1);
+    let seen: Vec<(HubRole, String, Option<String>, u16)> = hub
+        .requests()
+        .into_iter()
+        .map(|r| (r.role, r.method, r.range, r.status))
+        .collect();
+    assert_eq!(
+        seen,
+        vec![
+            (HubRole::Hub, "HEAD".into(), None, 429),
+            (HubRole::Hub, "HEAD".into(), None, 302),
+            (
+                HubRole::Content,
+                "GET".into(),
+                Some("bytes=0-511".into()),
+                206
+            ),
+            (
+                HubRole::Content,
+                "GET".into(),
+                Some(format!("bytes={start}-{end}")),
+                206
+            ),
+            (
+                HubRole::Content,
+                "GET".into(),
+                Some(format!("bytes={}-{end}", start + 2000)),
+                206
+            ),
+        ]
+    );
+    let facts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report.run_json_path).unwrap()).unwrap();
+    assert_eq!(facts["fetch_facts"][0]["resumes"], 1);
+    assert_eq!(facts["fetch_facts"][0]["retries"], 1);
+    assert_store_exactly(&cfg, std::slice::from_ref(&a.sha256));
+}
+
+#[test]
+fn a_wrong_announced_size_and_tampered_bytes_are_caught() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let rows = c.rows();
+    hub.set_faults(HubFaults {
+        size_delta: 7,
+        ..HubFaults::default()
+    });
+    let cfg = c.pipeline("hf-size", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = failed_report(ingest::run(&cfg, &opts()));
+    let shard_len = std::fs::metadata(c.root().join("shards/shard-00000.tar"))
+        .unwrap()
+        .len();
+    for r in &report.ledger {
+        assert_eq!(r.verdict, Verdict::Error);
+        assert_eq!(
+            r.error.as_deref(),
+            Some(
+                format!(
+                    "{}: the content host has {shard_len} bytes, the Hub announced {} (X-Linked-Size)",
+                    r.uri,
+                    shard_len + 7
+                )
+                .as_str()
+            )
+        );
+    }
+    assert_store_exactly(&cfg, &[]);
+
+    // One byte of archive 0's data is flipped on the content host.
+    hub.set_faults(HubFaults {
+        tamper_at: Some(512 + 100),
+        ..HubFaults::default()
+    });
+    let cfg = c.pipeline("hf-tamper", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = failed_report(ingest::run(&cfg, &opts()));
+    let a = &c.archives()[0];
+    let mut bytes = std::fs::read(&a.file.as_ref().unwrap().path).unwrap();
+    bytes[100] ^= 0xff;
+    let bad = ingest::testkit::hub::sha256_hex(&bytes);
+    assert_eq!(report.ledger[0].verdict, Verdict::Mismatch);
+    assert_eq!(
+        report.ledger[0].actual_sha256.as_deref(),
+        Some(bad.as_str())
+    );
+    assert_eq!(report.failures.len(), 1);
+    assert_eq!(report.verified_archives, rows.len() - 1);
+    assert_eq!(
+        quarantine_files(&cfg),
+        vec![format!("{bad}-{}-hf", a.archive_id)]
+    );
+    let mut good = shas(c.archives());
+    good.retain(|s| *s != a.sha256);
+    assert_store_exactly(&cfg, &good);
+}
+
+#[test]
+fn the_token_goes_to_the_hub_only_and_is_never_written() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let secret = "hf_s3cr3t_token_value";
+    hub.set_faults(HubFaults {
+        require_token: Some(secret.into()),
+        ..HubFaults::default()
+    });
+    let rows = c.rows();
+    // Without a token: refused with a hint, nothing stored.
+    let cfg = c.pipeline("hf-no-token", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = failed_report(ingest::run(&cfg, &opts()));
+    assert_eq!(
+        report.ledger[0].error.as_deref(),
+        Some(
+            format!(
+                "{}: access denied (HTTP 401): the Hub wants a token; set HF_TOKEN",
+                report.ledger[0].uri
+            )
+            .as_str()
+        )
+    );
+    assert_store_exactly(&cfg, &[]);
+
+    hub.clear_requests();
+    let with_token = IngestOptions {
+        env: EnvOverrides {
+            hf_token: Some(HfToken::new(secret)),
+            ..EnvOverrides::default()
+        },
+        ..opts()
+    };
+    assert!(!format!("{with_token:?}").contains(secret));
+    let cfg = c.pipeline("hf-token", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = ingest::run(&cfg, &with_token).expect("token accepted");
+    assert_eq!(report.verified_archives, rows.len());
+    for r in hub.requests() {
+        match r.role {
+            HubRole::Hub => assert_eq!(r.authorization, Some(format!("Bearer {secret}"))),
+            HubRole::Content => {
+                assert_eq!(r.authorization, None, "token leaked to the content host")
+            }
+        }
+    }
+    for f in ["ledger.parquet", "ingest.run.json"] {
+        let bytes = std::fs::read(cfg.run_dir.join(f)).unwrap();
+        assert!(
+            !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{f} holds the token"
+        );
+    }
+}
+
+#[test]
+fn a_content_host_ignoring_range_is_read_by_shard_scan() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    hub.set_faults(HubFaults {
+        ignore_range: true,
+        drop_content_after: Some(30_000),
+        ..HubFaults::default()
+    });
+    let rows = c.rows();
+    let cfg = c.pipeline("hf-scan", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = ingest::run(
+        &cfg,
+        &IngestOptions {
+            parallel: Some(1),
+            ..opts()
+        },
+    )
+    .expect("shard scan");
+    assert!(
+        report
+            .ledger
+            .iter()
+            .all(|r| r.verdict == Verdict::Verified && r.method.as_deref() == Some("shard_scan"))
+    );
+    assert_store_exactly(&cfg, &shas(c.archives()));
+    let facts: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report.run_json_path).unwrap()).unwrap();
+    let resumes: u64 = facts["fetch_facts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["resumes"].as_u64().unwrap())
+        .sum();
+    assert_eq!(resumes, 1, "the dropped scan restarted once");
+}
