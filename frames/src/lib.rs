@@ -260,13 +260,17 @@ impl FrameBuilder {
     }
     /// A `list[u64]` column.
     pub fn list_u64(self, name: &str, v: Vec<Vec<u64>>) -> Self {
-        let inner: Vec<Series> = v.into_iter().map(|x| Series::new("".into(), x)).collect();
-        let s = if inner.is_empty() {
-            Series::new_empty(name.into(), &DataType::List(Box::new(DataType::UInt64)))
-        } else {
-            Series::new(name.into(), inner)
-        };
-        self.push(s)
+        let values: usize = v.iter().map(Vec::len).sum();
+        let mut b = ListPrimitiveChunkedBuilder::<UInt64Type>::new(
+            name.into(),
+            v.len(),
+            values,
+            DataType::UInt64,
+        );
+        for x in &v {
+            b.append_slice(x);
+        }
+        self.push(b.finish().into_series())
     }
     /// The frame.
     pub fn finish(self) -> DataFrame {
