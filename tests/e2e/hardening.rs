@@ -1,0 +1,261 @@
+//! Hardening (issue 8): a SIGKILLed ingest never leaves an unverified file in the store,
+//! two ingests on one store at once both finish correctly, and secrets never leak into
+//! logs, errors, run facts, frames or the report.
+
+use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn bin(name: &str) -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", name, "--bin", name])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut p = std::env::current_exe().unwrap();
+    p.pop();
+    if p.ends_with("deps") {
+        p.pop();
+    }
+    p.join(name)
+}
+
+/// Deterministic pseudo-random bytes (xorshift), fast to make.
+fn big_file(path: &Path, mib: usize, seed: u64) -> (String, u64) {
+    let mut x = seed | 1;
+    let mut buf = Vec::with_capacity(mib << 20);
+    while buf.len() < mib << 20 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        buf.extend_from_slice(&x.to_le_bytes());
+    }
+    std::fs::write(path, &buf).unwrap();
+    (hex::encode(Sha256::digest(&buf)), buf.len() as u64)
+}
+
+/// A config whose archives are big local files (ingest verifies bytes, not content).
+fn big_config(dir: &Path, n: usize, mib: usize) -> PathBuf {
+    let mut rows = String::from(
+        "archive_id,workload,sha256,bytes,gcs_bucket,gcs_object,gcs_generation,hf_repo,hf_revision,hf_shard,hf_member,file_path\n",
+    );
+    for i in 0..n {
+        let name = format!("big-{i}.tar.zst");
+        let (sha, bytes) = big_file(&dir.join(&name), mib, 2 * i as u64 + 7);
+        rows.push_str(&format!("big-{i},tmax,{sha},{bytes},,,,,,,,{name}\n"));
+    }
+    std::fs::write(dir.join("manifest.csv"), rows).unwrap();
+    let yaml = "version: 1\nrun_dir: run\nsources:\n  manifest: manifest.csv\n  locations: [file]\nworkloads:\n  tmax:\n    expect: { audited: 0, included: 0 }\n    replay: { concurrency: 16, cpu_cores: 27, ram_gib: 66, gpus: 8 }\nsearch:\n  seed: 1\n  order: [tmax]\ningest: { parallel: 2 }\n";
+    std::fs::write(dir.join("pipeline.yaml"), yaml).unwrap();
+    dir.join("pipeline.yaml")
+}
+
+/// Every file in store/sha256 hashes to its name; nothing else is there.
+fn assert_store_verified(run: &Path) -> usize {
+    let dir = run.join("store/sha256");
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return 0;
+    };
+    let mut n = 0;
+    for e in rd {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(
+            hex::encode(Sha256::digest(&bytes)),
+            name,
+            "unverified file {} in the store",
+            p.display()
+        );
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn killed_ingest_leaves_only_verified_files_and_reruns_cleanly() {
+    let ingest = bin("ingest");
+    let d = tempfile::tempdir().unwrap();
+    let cfg = big_config(d.path(), 3, 96);
+    let run = d.path().join("run");
+    for ms in [5u64, 40, 120, 300, 700] {
+        let mut child = Command::new(&ingest)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--quiet")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(ms));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_store_verified(&run);
+    }
+    let out = Command::new(&ingest)
+        .arg("--config")
+        .arg(&cfg)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(assert_store_verified(&run), 3);
+    // A second rerun finds everything in the store.
+    let out = Command::new(&ingest)
+        .arg("--config")
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(text.contains("nothing downloaded"), "{text}");
+}
+
+#[test]
+fn two_ingests_on_one_store_at_once_both_finish() {
+    let ingest = bin("ingest");
+    let d = tempfile::tempdir().unwrap();
+    let cfg = big_config(d.path(), 4, 48);
+    let spawn = || {
+        Command::new(&ingest)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--quiet")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn(), spawn());
+    let (oa, ob) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
+    assert!(
+        oa.status.success(),
+        "first: {}",
+        String::from_utf8_lossy(&oa.stderr)
+    );
+    assert!(
+        ob.status.success(),
+        "second: {}",
+        String::from_utf8_lossy(&ob.stderr)
+    );
+    assert_eq!(assert_store_verified(&d.path().join("run")), 4);
+    // The ledger is whole and readable.
+    let ledger = frames::read_frame(&d.path().join("run/ledger.parquet"), "ledger", 1).unwrap();
+    assert_eq!(ledger.height(), 4);
+}
+
+fn grep_tree(root: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut hits = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        if p.is_dir() {
+            for e in std::fs::read_dir(&p).unwrap() {
+                stack.push(e.unwrap().path());
+            }
+        } else if let Ok(b) = std::fs::read(&p)
+            && b.windows(needle.len()).any(|w| w == needle.as_bytes())
+        {
+            hits.push(p);
+        }
+    }
+    hits
+}
+
+#[test]
+fn secrets_never_leak_through_the_whole_chain() {
+    use ingest::testkit::{HubFaults, HubServer, SourcesSpec, manifest_row, write_pipeline};
+    let pipeline = bin("pipeline");
+    let d = tempfile::tempdir().unwrap();
+    let summary = demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let base = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
+    let hub = HubServer::start().unwrap();
+    let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
+    let mut shards: Vec<&str> = summary.archives.iter().map(|a| a.shard.as_str()).collect();
+    shards.dedup();
+    for s in shards {
+        hub.add_file(
+            demo::write::DEMO_HF_REPO,
+            &rev,
+            s,
+            &d.path().join("shards").join(s.trim_start_matches("raw/")),
+        )
+        .unwrap();
+    }
+    const TOKEN: &str = "hf_SECRETtoken0123456789abcdef";
+    const GCS_SECRET: &str = "-----BEGIN PRIVATE KEY-----SECRETgcskey987";
+    hub.set_faults(HubFaults {
+        require_token: Some(TOKEN.into()),
+        ..Default::default()
+    });
+    let rows: Vec<_> = base.archives.iter().map(manifest_row).collect();
+    let spec = SourcesSpec {
+        locations: vec![
+            model::config::LocationKind::File,
+            model::config::LocationKind::Hf,
+        ],
+        gcs_endpoint: None,
+        hf_endpoint: Some(hub.endpoint()),
+        ingest: model::config::IngestConfig {
+            parallel: 2,
+            retries: 1,
+            request_timeout_s: 30,
+        },
+        run_dir: "run-secrets".into(),
+    };
+    let cfg = write_pipeline(
+        &d.path().join("pipeline.yaml"),
+        d.path(),
+        "secrets",
+        &rows,
+        &spec,
+    )
+    .unwrap();
+    let creds = d.path().join("creds.json");
+    std::fs::write(
+        &creds,
+        format!("{{\"type\":\"service_account\",\"private_key\":\"{GCS_SECRET}\"}}"),
+    )
+    .unwrap();
+    let out = Command::new(&pipeline)
+        .arg("run")
+        .arg(&cfg)
+        .env("HF_TOKEN", TOKEN)
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &creds)
+        .env("RUST_LOG", "trace")
+        .output()
+        .unwrap();
+    let logs =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{logs}");
+    // A failing run (wrong token, empty store) prints errors: they must not carry either secret.
+    std::fs::remove_dir_all(d.path().join("run-secrets/store")).unwrap();
+    hub.set_faults(HubFaults {
+        require_token: Some("another".into()),
+        ..Default::default()
+    });
+    let bad = Command::new(&pipeline)
+        .args(["run", "--force"])
+        .arg(&cfg)
+        .env("HF_TOKEN", TOKEN)
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &creds)
+        .env("RUST_LOG", "trace")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    let bad_logs =
+        String::from_utf8_lossy(&bad.stdout).to_string() + &String::from_utf8_lossy(&bad.stderr);
+    for secret in [TOKEN, GCS_SECRET] {
+        assert!(!logs.contains(secret), "secret in the logs");
+        assert!(!bad_logs.contains(secret), "secret in the error output");
+        let hits = grep_tree(&d.path().join("run-secrets"), secret);
+        assert!(hits.is_empty(), "secret written to {hits:?}");
+    }
+    assert!(d.path().join("run-secrets/run.json").is_file());
+    assert!(d.path().join("run-secrets/report.html").is_file());
+}
