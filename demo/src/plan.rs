@@ -95,7 +95,10 @@ pub struct CorpusPlan {
 /// Numbers that shape one workload at a scale.
 struct Shape {
     tasks: usize,
-    attempts_per_task: fn(usize) -> usize,
+    /// Attempts per task (tmax: a task usually has one trial).
+    attempts_per_task: usize,
+    /// Tasks run one extra time (every 21st task, up to this many).
+    repeated_tasks: usize,
     exceptions: usize,
     infra_failures: usize,
     llm_query_errors: usize,
@@ -145,12 +148,15 @@ impl Anomalies {
     }
 }
 
-fn tmax_attempts_per_task(i: usize) -> usize {
-    // A tmax task usually has one trial; every 21st task was run twice.
-    if i % 21 == 20 { 2 } else { 1 }
-}
-fn deepswe_attempts_per_task(_: usize) -> usize {
-    4
+impl Shape {
+    /// Attempts of task `i`.
+    fn attempts_of(&self, i: usize) -> usize {
+        if i % 21 == 20 && i / 21 < self.repeated_tasks {
+            self.attempts_per_task + 1
+        } else {
+            self.attempts_per_task
+        }
+    }
 }
 
 fn shape(w: WorkloadId, scale: Scale) -> Shape {
@@ -161,7 +167,8 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
     match (w, scale) {
         (WorkloadId::Tmax, Scale::Small) => Shape {
             tasks: 23,
-            attempts_per_task: tmax_attempts_per_task,
+            attempts_per_task: 1,
+            repeated_tasks: 1,
             exceptions: 2,
             infra_failures: 0,
             llm_query_errors: 0,
@@ -184,7 +191,8 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
         (WorkloadId::Tmax, _) => Shape {
             // 255 tasks, 12 of them twice: 267 trials.
             tasks: 255 * k,
-            attempts_per_task: tmax_attempts_per_task,
+            attempts_per_task: 1,
+            repeated_tasks: 12 * k,
             exceptions: 14 * k,
             infra_failures: 0,
             llm_query_errors: 0,
@@ -207,7 +215,8 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
         },
         (WorkloadId::Deepswe, Scale::Small) => Shape {
             tasks: 10,
-            attempts_per_task: deepswe_attempts_per_task,
+            attempts_per_task: 4,
+            repeated_tasks: 0,
             exceptions: 0,
             infra_failures: 2,
             llm_query_errors: 1,
@@ -229,7 +238,8 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
         },
         (WorkloadId::Deepswe, _) => Shape {
             tasks: 500 * k,
-            attempts_per_task: deepswe_attempts_per_task,
+            attempts_per_task: 4,
+            repeated_tasks: 0,
             exceptions: 0,
             infra_failures: 2 * k,
             llm_query_errors: k,
@@ -473,7 +483,7 @@ fn plan_workload(
     let mut attempts = Vec::new();
     let mut t_ns = epoch * NS + rng.below(NS);
     for (ti, task) in tasks.iter().enumerate() {
-        for k in 0..(sh.attempts_per_task)(ti) {
+        for k in 0..sh.attempts_of(ti) {
             let d = duration_ns(rng, sh.median_duration_s);
             let gen_start_ns = t_ns;
             // Historical starts: about one attempt per (mean duration / concurrency).
