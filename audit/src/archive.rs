@@ -193,7 +193,7 @@ pub fn scan_archive(
     expected_sha256: &str,
     expected_bytes: u64,
     limits: ArchiveLimits,
-    mut visit: impl FnMut(&Member, &mut dyn Read) -> Result<(), AuditError>,
+    visit: impl FnMut(&Member, &mut dyn Read) -> Result<(), AuditError>,
 ) -> Result<ScanStats, AuditError> {
     let archive_err = |member: Option<&str>, detail: String| AuditError::Archive {
         archive_id: archive_id.to_string(),
@@ -232,8 +232,47 @@ pub fn scan_archive(
                 .map_err(|e| archive_err(None, format!("corrupt zstd stream: {e}")))?,
         ),
     };
+    let label = match compression {
+        ArchiveCompression::Gzip => "gzip/tar",
+        ArchiveCompression::Zstd => "zstd/tar",
+    };
+    let mut stats = scan_tar_stream(decoder, archive_id, label, limits, visit)?;
+    // Hash the rest of the file (padding after the end-of-archive blocks).
+    io::copy(&mut raw, &mut io::sink()).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let hr = raw.into_inner();
+    stats.compressed_bytes = hr.bytes;
+    let actual = hex::encode(hr.hasher.finalize());
+    if actual != expected_sha256 || hr.bytes != expected_bytes {
+        return Err(AuditError::StoreMismatch {
+            archive_id: archive_id.to_string(),
+            path: path.to_path_buf(),
+            expected: format!("{expected_sha256} ({expected_bytes} bytes)"),
+            actual: format!("{actual} ({} bytes)", hr.bytes),
+        });
+    }
+    Ok(stats)
+}
+
+/// Walk the members of an uncompressed tar stream through `visit`, with the SPEC 5 checks
+/// (paths, links, member types, member count, uncompressed bytes). `label` names the stream
+/// in errors (`zstd/tar`). Returns the members and uncompressed bytes read.
+pub fn scan_tar_stream(
+    reader: impl Read,
+    archive_id: &str,
+    label: &str,
+    limits: ArchiveLimits,
+    mut visit: impl FnMut(&Member, &mut dyn Read) -> Result<(), AuditError>,
+) -> Result<ScanStats, AuditError> {
+    let archive_err = |member: Option<&str>, detail: String| AuditError::Archive {
+        archive_id: archive_id.to_string(),
+        member: member.map(str::to_string),
+        detail,
+    };
     let counting = CountingReader {
-        inner: decoder,
+        inner: reader,
         bytes: 0,
         limit: limits.max_uncompressed_bytes,
     };
@@ -253,13 +292,7 @@ pub fn scan_archive(
         } else {
             archive_err(
                 last.as_deref(),
-                format!(
-                    "corrupt or truncated {} stream after this member: {msg}",
-                    match compression {
-                        ArchiveCompression::Gzip => "gzip/tar",
-                        ArchiveCompression::Zstd => "zstd/tar",
-                    }
-                ),
+                format!("corrupt or truncated {label} stream after this member: {msg}"),
             )
         }
     };
@@ -364,23 +397,6 @@ pub fn scan_archive(
     }
     let counting = tar.into_inner();
     stats.uncompressed_bytes = counting.bytes;
-    drop(counting);
-    // Hash the rest of the file (padding after the end-of-archive blocks).
-    io::copy(&mut raw, &mut io::sink()).map_err(|source| AuditError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let hr = raw.into_inner();
-    stats.compressed_bytes = hr.bytes;
-    let actual = hex::encode(hr.hasher.finalize());
-    if actual != expected_sha256 || hr.bytes != expected_bytes {
-        return Err(AuditError::StoreMismatch {
-            archive_id: archive_id.to_string(),
-            path: path.to_path_buf(),
-            expected: format!("{expected_sha256} ({expected_bytes} bytes)"),
-            actual: format!("{actual} ({} bytes)", hr.bytes),
-        });
-    }
     Ok(stats)
 }
 

@@ -101,14 +101,90 @@ fn normalize_etag(v: &str) -> String {
 }
 
 fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {
-    resp.headers()
-        .get(name)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
+    header_of(resp.headers(), name)
 }
 
 fn is_transient(e: &reqwest::Error) -> bool {
     e.is_connect() || e.is_timeout() || e.is_request() || e.is_body() || e.is_decode()
+}
+
+/// Interpret the headers of the Hub's answer to a resolve request (a 2xx or a redirect):
+/// the served commit must equal the pinned revision; the size, the ETag and where the bytes
+/// are come from the answer itself. Pure, so the header handling can be fuzzed.
+pub fn interpret_resolve_headers(
+    status: reqwest::StatusCode,
+    headers: &reqwest::header::HeaderMap,
+    hub_url: &Url,
+    pinned: &str,
+    uri: &str,
+) -> Result<ResolvedShard, FetchError> {
+    let commit = header_of(headers, "x-repo-commit").ok_or_else(|| FetchError::Protocol {
+        uri: uri.to_string(),
+        detail: "the resolve answer has no X-Repo-Commit header; is HF_ENDPOINT a Hub?".into(),
+    })?;
+    if commit != pinned {
+        return Err(FetchError::CommitMismatch {
+            uri: uri.to_string(),
+            pinned: pinned.to_string(),
+            served: commit,
+        });
+    }
+    let redirected = status.is_redirection();
+    let etag = header_of(headers, "x-linked-etag")
+        .or_else(|| {
+            headers
+                .get(ETAG)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
+        .map(|e| normalize_etag(&e));
+    let size_text = if redirected {
+        header_of(headers, "x-linked-size")
+    } else {
+        header_of(headers, "x-linked-size").or_else(|| {
+            headers
+                .get(CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        })
+    };
+    let size = size_text
+        .as_deref()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .ok_or_else(|| FetchError::Protocol {
+            uri: uri.to_string(),
+            detail: "the resolve answer has no usable X-Linked-Size".into(),
+        })?;
+    let content_url = if redirected {
+        let loc_text = headers
+            .get(LOCATION)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| FetchError::Protocol {
+                uri: uri.to_string(),
+                detail: format!("redirect {} without a Location", status.as_u16()),
+            })?;
+        hub_url.join(loc_text).map_err(|e| FetchError::Protocol {
+            uri: uri.to_string(),
+            detail: format!("bad Location `{loc_text}`: {e}"),
+        })?
+    } else {
+        hub_url.clone()
+    };
+    let same_origin = origin(&content_url) == origin(&hub_url);
+    Ok(ResolvedShard {
+        commit,
+        etag,
+        size,
+        content_url,
+        same_origin,
+    })
+}
+
+fn header_of(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
 }
 
 /// `bytes a-b/total` of a 206 answer.
@@ -259,67 +335,7 @@ impl HfSource {
                 });
             }
         }
-        let commit = header_str(&resp, "x-repo-commit").ok_or_else(|| FetchError::Protocol {
-            uri: uri.to_string(),
-            detail: "the resolve answer has no X-Repo-Commit header; is HF_ENDPOINT a Hub?".into(),
-        })?;
-        if commit != loc.revision {
-            return Err(FetchError::CommitMismatch {
-                uri: uri.to_string(),
-                pinned: loc.revision.clone(),
-                served: commit,
-            });
-        }
-        let redirected = status.is_redirection();
-        let etag = header_str(&resp, "x-linked-etag")
-            .or_else(|| {
-                resp.headers()
-                    .get(ETAG)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string)
-            })
-            .map(|e| normalize_etag(&e));
-        let size_text = if redirected {
-            header_str(&resp, "x-linked-size")
-        } else {
-            header_str(&resp, "x-linked-size").or_else(|| {
-                resp.headers()
-                    .get(CONTENT_LENGTH)
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_string)
-            })
-        };
-        let size = size_text
-            .as_deref()
-            .and_then(|s| s.trim().parse::<u64>().ok())
-            .ok_or_else(|| FetchError::Protocol {
-                uri: uri.to_string(),
-                detail: "the resolve answer has no usable X-Linked-Size".into(),
-            })?;
-        let content_url = if redirected {
-            let loc_text = resp
-                .headers()
-                .get(LOCATION)
-                .and_then(|v| v.to_str().ok())
-                .ok_or_else(|| FetchError::Protocol {
-                    uri: uri.to_string(),
-                    detail: format!("redirect {} without a Location", status.as_u16()),
-                })?;
-            hub_url.join(loc_text).map_err(|e| FetchError::Protocol {
-                uri: uri.to_string(),
-                detail: format!("bad Location `{loc_text}`: {e}"),
-            })?
-        } else {
-            hub_url.clone()
-        };
-        let same_origin = origin(&content_url) == origin(&hub_url);
-        Ok(ResolvedShard {
-            commit,
-            etag,
-            size,
-            content_url,
-            same_origin,
-        })
+        interpret_resolve_headers(status, resp.headers(), &hub_url, &loc.revision, uri)
     }
 
     fn content_request(&self, shard: &ResolvedShard) -> reqwest::RequestBuilder {
