@@ -45,6 +45,7 @@ pub enum AuditError {
         detail: String,
     },
     /// Writing a frame failed.
+    #[cfg(feature = "frames")]
     #[error(transparent)]
     Frame(#[from] frames::FrameError),
     /// The cohort audit differs from `pipeline.yaml`'s expectations (frames were written).
