@@ -365,8 +365,13 @@ pub struct AuditedAttempt {
     pub blobs: Vec<BlobRef>,
     /// The result record, when readable.
     pub result: Option<ResultRecord>,
-    /// Requests and clipping records.
+    /// Requests and clipping records. The intervals are released once written to the
+    /// requests frame (the counts below keep what the attempts frame needs).
     pub requests: RequestReconstruction,
+    /// Kept request intervals after clipping and merging.
+    pub n_intervals: u32,
+    /// Length of their union, seconds.
+    pub request_s: f64,
     /// A structural problem: missing file or malformed record, with detail and member.
     pub problem: Option<(ExclusionReason, String, String)>,
     /// Cohort exclusion (set by the cohort rules).
@@ -451,6 +456,8 @@ pub fn audit_attempt(
         blobs: Vec::new(),
         result: None,
         requests: RequestReconstruction::default(),
+        n_intervals: 0,
+        request_s: 0.0,
         problem: None,
         exclusion: None,
         flag: None,
@@ -561,6 +568,8 @@ pub fn audit_attempt(
             end: a.gen_end.map(|t| t.seconds),
         };
         a.requests = reconstruct(lifetime, &ev.starts, timers);
+        a.n_intervals = a.requests.intervals.len() as u32;
+        a.request_s = a.requests.union_seconds();
     }
     a.problem = if !missing.is_empty() {
         Some((

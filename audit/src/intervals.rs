@@ -32,7 +32,10 @@ pub struct RequestReconstruction {
 impl RequestReconstruction {
     /// Length of the union of the kept intervals (they are disjoint after merging).
     pub fn union_seconds(&self) -> f64 {
-        self.intervals.iter().map(|i| i.end - i.start).sum()
+        // A fold from +0.0 (an empty f64 sum is -0.0).
+        self.intervals
+            .iter()
+            .fold(0.0, |acc, i| acc + (i.end - i.start))
     }
 }
 

@@ -109,18 +109,9 @@ pub fn write_frames(
         )
         .u32(
             "n_intervals",
-            attempts
-                .iter()
-                .map(|a| a.requests.intervals.len() as u32)
-                .collect(),
+            attempts.iter().map(|a| a.n_intervals).collect(),
         )
-        .f64(
-            "request_s",
-            attempts
-                .iter()
-                .map(|a| a.requests.union_seconds())
-                .collect(),
-        )
+        .f64("request_s", attempts.iter().map(|a| a.request_s).collect())
         .opt_f64("quota_cores", of(&|a| a.quota.map(|q| q.cores)))
         .opt_f64("quota_gib", of(&|a| a.quota.map(|q| q.mem_gib)))
         .u32(
@@ -160,42 +151,6 @@ pub fn write_frames(
         .opt_str("flag_reason", os(&|a| a.flag.clone()))
         .finish();
     put("attempts", &mut df)?;
-
-    // requests: merged, clipped intervals as offsets from gen_start.
-    let mut rq = Vec::new();
-    for a in attempts {
-        let Some(gs) = a.gen_start else { continue };
-        for iv in &a.requests.intervals {
-            rq.push((
-                a,
-                iv.seqs.clone(),
-                iv.start - gs.seconds,
-                iv.end - gs.seconds,
-            ));
-        }
-    }
-    let mut df = FrameBuilder::new(rq.len())
-        .str(
-            "workload",
-            rq.iter().map(|r| r.0.workload.as_str().into()).collect(),
-        )
-        .str(
-            "attempt_id",
-            rq.iter().map(|r| r.0.attempt_id.clone()).collect(),
-        )
-        .list_u64("seqs", rq.iter().map(|r| r.1.clone()).collect())
-        .f64("start_offset_s", rq.iter().map(|r| r.2).collect())
-        .f64("end_offset_s", rq.iter().map(|r| r.3).collect())
-        .str(
-            "archive_sha256",
-            rq.iter().map(|r| r.0.archive_sha256.clone()).collect(),
-        )
-        .str(
-            "member_prefix",
-            rq.iter().map(|r| r.0.member_prefix.clone()).collect(),
-        )
-        .finish();
-    put("requests", &mut df)?;
 
     // clipping: every change, absolute times.
     let mut cl = Vec::new();
@@ -335,6 +290,49 @@ pub fn write_frames(
         .finish();
     put("attempt_blobs", &mut df)?;
     Ok((written, conflicts))
+}
+
+/// The requests frame rows of some attempts (one batch of the streamed frame): merged,
+/// clipped intervals as offsets from gen_start.
+pub fn requests_batch(attempts: &[AuditedAttempt]) -> polars::prelude::DataFrame {
+    let mut rq = Vec::new();
+    for a in attempts {
+        let Some(gs) = a.gen_start else { continue };
+        for iv in &a.requests.intervals {
+            rq.push((
+                a,
+                iv.seqs.clone(),
+                iv.start - gs.seconds,
+                iv.end - gs.seconds,
+            ));
+        }
+    }
+    FrameBuilder::new(rq.len())
+        .str(
+            "workload",
+            rq.iter().map(|r| r.0.workload.as_str().into()).collect(),
+        )
+        .str(
+            "attempt_id",
+            rq.iter().map(|r| r.0.attempt_id.clone()).collect(),
+        )
+        .list_u64("seqs", rq.iter().map(|r| r.1.clone()).collect())
+        .f64("start_offset_s", rq.iter().map(|r| r.2).collect())
+        .f64("end_offset_s", rq.iter().map(|r| r.3).collect())
+        .str(
+            "archive_sha256",
+            rq.iter().map(|r| r.0.archive_sha256.clone()).collect(),
+        )
+        .str(
+            "member_prefix",
+            rq.iter().map(|r| r.0.member_prefix.clone()).collect(),
+        )
+        .finish()
+}
+
+/// Start the streamed requests frame.
+pub fn requests_writer(run: &RunDir, sources: &str) -> frames::FrameStreamWriter {
+    frames::FrameStreamWriter::new(&run.file("requests.parquet"), meta("requests", sources))
 }
 
 /// Write `audit.json` atomically.

@@ -10,6 +10,9 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+/// Archives read in parallel before their request rows are written and released.
+const ARCHIVES_PER_BATCH: usize = 4;
+
 /// The outcome of an audit run.
 #[derive(Debug, Clone)]
 pub struct AuditReport {
@@ -25,40 +28,6 @@ pub struct AuditReport {
 /// the frames and `audit.json`, and fail if the cohort differs from the expectations.
 pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, AuditError> {
     let run_dir = RunDir::new(&cfg.run_dir);
-    let work = || -> Vec<Result<(Vec<AuditedAttempt>, ScanStats), AuditError>> {
-        cfg.archives
-            .par_iter()
-            .map(|spec| audit_archive(cfg, spec))
-            .collect()
-    };
-    let results = match opts.threads {
-        Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build()
-            .map_err(|e| AuditError::Extract(format!("cannot start worker threads: {e}")))?
-            .install(work),
-        None => work(),
-    };
-    let mut attempts = Vec::new();
-    let mut archives = Vec::new();
-    for (spec, r) in cfg.archives.iter().zip(results) {
-        let (a, stats) = r?;
-        archives.push(ArchiveAudit {
-            archive_id: spec.archive_id.clone(),
-            stats,
-            attempts: a.len(),
-        });
-        attempts.extend(a);
-    }
-    cohort::apply_cohort_rules(&mut attempts);
-    attempts.sort_by(|a, b| {
-        (a.workload, &a.attempt_id, &a.archive_id, &a.member_prefix).cmp(&(
-            b.workload,
-            &b.attempt_id,
-            &b.archive_id,
-            &b.member_prefix,
-        ))
-    });
     let sources: BTreeMap<String, String> = cfg
         .archives
         .iter()
@@ -73,8 +42,73 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
         path: run_dir.root().to_path_buf(),
         source,
     })?;
+    let pool = match opts.threads {
+        Some(n) => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n.max(1))
+                .build()
+                .map_err(|e| AuditError::Extract(format!("cannot start worker threads: {e}")))?,
+        ),
+        None => None,
+    };
+    // Archives go in fixed batches (independent of the thread count, so the output is
+    // byte-identical); each archive's request rows are streamed to the requests frame in
+    // manifest order and then released, so memory follows the batch, not the corpus.
+    let mut requests = output::requests_writer(&run_dir, &sources_text);
+    let mut attempts = Vec::new();
+    let mut archives = Vec::new();
+    for batch in cfg.archives.chunks(ARCHIVES_PER_BATCH) {
+        let work = || -> Vec<Result<(Vec<AuditedAttempt>, ScanStats), AuditError>> {
+            batch
+                .par_iter()
+                .map(|spec| audit_archive(cfg, spec))
+                .collect()
+        };
+        let results = match &pool {
+            Some(p) => p.install(work),
+            None => work(),
+        };
+        for (spec, r) in batch.iter().zip(results) {
+            let (mut a, stats) = r?;
+            archives.push(ArchiveAudit {
+                archive_id: spec.archive_id.clone(),
+                stats,
+                attempts: a.len(),
+            });
+            a.sort_by(|x, y| {
+                (x.workload, &x.attempt_id, &x.member_prefix).cmp(&(
+                    y.workload,
+                    &y.attempt_id,
+                    &y.member_prefix,
+                ))
+            });
+            let df = output::requests_batch(&a);
+            crate::schema::REQUESTS
+                .check(&df)
+                .map_err(|detail| AuditError::FrameContent {
+                    path: run_dir.file("requests.parquet"),
+                    detail,
+                })?;
+            requests.write(&df)?;
+            for x in &mut a {
+                x.requests.intervals = Vec::new();
+            }
+            attempts.extend(a);
+        }
+    }
+    requests.finish(&mut output::requests_batch(&[]))?;
+    cohort::apply_cohort_rules(&mut attempts);
+    attempts.sort_by(|a, b| {
+        (a.workload, &a.attempt_id, &a.archive_id, &a.member_prefix).cmp(&(
+            b.workload,
+            &b.attempt_id,
+            &b.archive_id,
+            &b.member_prefix,
+        ))
+    });
     let (mut written, blob_size_conflicts) =
         output::write_frames(&run_dir, &attempts, &sources_text)?;
+    written.insert(1, run_dir.file("requests.parquet"));
     let mut workloads = BTreeMap::new();
     for (w, wc) in cfg.config.workloads.iter() {
         workloads.insert(

@@ -145,6 +145,116 @@ pub fn write_frame(path: &Path, df: &mut DataFrame, meta: &FrameMeta) -> Result<
     r
 }
 
+/// Writes one frame in batches (one Parquet row group per batch), so a frame larger than
+/// memory can be produced; the file appears under its final name only after `finish`
+/// (temporary sibling, fsync, rename), and a writer dropped unfinished removes its
+/// temporary file. Batches must come in a fixed order for byte-identical output.
+pub struct FrameStreamWriter {
+    path: PathBuf,
+    tmp: PathBuf,
+    meta: FrameMeta,
+    writer: Option<BatchedWriter<std::fs::File>>,
+    rows: usize,
+}
+
+impl std::fmt::Debug for FrameStreamWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FrameStreamWriter")
+            .field("path", &self.path)
+            .field("rows", &self.rows)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FrameStreamWriter {
+    /// A writer for `path`; nothing is created until the first batch.
+    pub fn new(path: &Path, meta: FrameMeta) -> Self {
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        FrameStreamWriter {
+            path: path.to_path_buf(),
+            tmp: dir.join(format!(".{name}.tmp-{}", std::process::id())),
+            meta,
+            writer: None,
+            rows: 0,
+        }
+    }
+
+    fn polars(&self) -> impl FnOnce(PolarsError) -> FrameError + '_ {
+        move |source| FrameError::Polars {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Append a batch (its schema must be the same for every batch).
+    pub fn write(&mut self, df: &DataFrame) -> Result<(), FrameError> {
+        if df.height() == 0 {
+            return Ok(());
+        }
+        if self.writer.is_none() {
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+            let file = std::fs::File::create(&self.tmp).map_err(io_err(&self.tmp))?;
+            let mut kv = vec![
+                (KEY_FRAME.to_string(), self.meta.frame.clone()),
+                (
+                    KEY_SCHEMA_VERSION.to_string(),
+                    self.meta.schema_version.to_string(),
+                ),
+            ];
+            kv.extend(self.meta.extra.iter().cloned());
+            let w = ParquetWriter::new(file)
+                .with_compression(ParquetCompression::Zstd(None))
+                .set_parallel(false)
+                .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)))
+                .batched(df.schema())
+                .map_err(self.polars())?;
+            self.writer = Some(w);
+        }
+        let w = self.writer.as_mut().expect("created above");
+        w.write_batch(df).map_err(|source| FrameError::Polars {
+            path: self.path.clone(),
+            source,
+        })?;
+        self.rows += df.height();
+        Ok(())
+    }
+
+    /// Close the file and give it its final name; with no batch written, write `empty`.
+    pub fn finish(mut self, empty: &mut DataFrame) -> Result<usize, FrameError> {
+        match self.writer.take() {
+            None => {
+                write_frame(&self.path, empty, &self.meta)?;
+            }
+            Some(w) => {
+                w.finish().map_err(self.polars())?;
+                drop(w);
+                let f = std::fs::File::open(&self.tmp).map_err(io_err(&self.tmp))?;
+                f.sync_all().map_err(io_err(&self.tmp))?;
+                std::fs::rename(&self.tmp, &self.path).map_err(io_err(&self.path))?;
+                if let Some(d) = self.path.parent()
+                    && let Ok(d) = std::fs::File::open(d)
+                {
+                    let _ = d.sync_all();
+                }
+            }
+        }
+        Ok(self.rows)
+    }
+}
+
+impl Drop for FrameStreamWriter {
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
 /// Read a frame, checking that it is the named frame at the expected schema version.
 pub fn read_frame(path: &Path, frame: &str, schema_version: u32) -> Result<DataFrame, FrameError> {
     let meta = read_metadata(path)?;
