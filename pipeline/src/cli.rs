@@ -15,7 +15,17 @@ pub const EXIT_USAGE: u8 = 2;
 /// Reruns the provenance chain of the agent-workload study: pinned archives -> audited
 /// Parquet frames -> schedule replay and search.
 #[derive(Debug, Parser)]
-#[command(name = "pipeline", version, about, long_about = None)]
+#[command(
+    name = "pipeline",
+    version,
+    about,
+    long_about = "Reruns the provenance chain of the agent-workload study, stage by stage:\n  \
+        ingest  fetch every archive (GCS pinned generation, Hugging Face pinned commit, or a file), verify SHA256 and size while streaming, keep verified bytes, write the ledger\n  \
+        audit   stream the verified archives, rebuild generation lifetimes and request intervals, clip and merge with a record of every change, run the cohort audit, write the frames\n  \
+        replay  FIFO admission replay, resource-hour accounting, lower bounds, seeded schedule search, independent validation of every selected schedule\n  \
+        report  report.html / report.md with the figures, charts and the model's assumptions\n\
+        Each stage reads only the previous stage's outputs in the run directory and is skipped when its inputs and config are unchanged."
+)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]

@@ -116,7 +116,12 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
             continue;
         }
         say("running");
-        let (summary, seconds) = timed(|| run_stage(stage, cfg, opts, &mut workloads))?;
+        let spinner = stage_spinner(stage, opts.quiet);
+        let result = timed(|| run_stage(stage, cfg, opts, &mut workloads));
+        if let Some(s) = spinner {
+            s.finish_and_clear();
+        }
+        let (summary, seconds) = result?;
         let mut names: Vec<String> = stage_outputs(stage).iter().map(|s| s.to_string()).collect();
         if stage == "ingest" {
             for a in &cfg.archives {
@@ -153,6 +158,22 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
         stages: outcomes,
         workloads,
     })
+}
+
+/// A spinner with elapsed time while a stage runs, on a terminal only.
+fn stage_spinner(stage: &str, quiet: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new_spinner();
+    pb.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .expect("valid template"),
+    );
+    pb.set_message(format!("{stage} running"));
+    pb.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(pb)
 }
 
 fn run_stage(

@@ -224,3 +224,25 @@ fn frames_open_in_pyarrow_with_the_documented_schema() {
         .unwrap();
     assert!(n >= 6, "{stdout}");
 }
+
+#[test]
+fn help_explains_each_stage_in_a_line() {
+    build_bin();
+    let out = Command::new(pipeline_bin()).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let stages: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            ["  ingest ", "  audit ", "  replay ", "  report "]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
+    insta::assert_snapshot!(stages.join("\n"), @r"
+      ingest  fetch every archive (GCS pinned generation, Hugging Face pinned commit, or a file), verify SHA256 and size while streaming, keep verified bytes, write the ledger
+      audit   stream the verified archives, rebuild generation lifetimes and request intervals, clip and merge with a record of every change, run the cohort audit, write the frames
+      replay  FIFO admission replay, resource-hour accounting, lower bounds, seeded schedule search, independent validation of every selected schedule
+      report  report.html / report.md with the figures, charts and the model's assumptions
+    ");
+}
