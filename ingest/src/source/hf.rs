@@ -170,7 +170,7 @@ pub fn interpret_resolve_headers(
     } else {
         hub_url.clone()
     };
-    let same_origin = origin(&content_url) == origin(&hub_url);
+    let same_origin = origin(&content_url) == origin(hub_url);
     Ok(ResolvedShard {
         commit,
         etag,
