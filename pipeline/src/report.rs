@@ -50,6 +50,9 @@ fn fmt_h(v: Option<f64>) -> String {
     v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into())
 }
 
+/// A blob's digest, its GiB and the segments of its lifetime union.
+type BlobSegments = (String, f64, Vec<(f64, f64)>);
+
 /// One schedule of one workload: attempt -> start seconds.
 type Starts = BTreeMap<String, f64>;
 
@@ -218,11 +221,7 @@ fn occupancy_svg(title: &str, series: &[(&str, Vec<(f64, f64)>)], horizon: f64) 
 }
 
 /// Lifetimes (union of attempt intervals) of the largest blobs under one schedule.
-fn blob_lifetimes_svg(
-    title: &str,
-    rows: &[(String, f64, Vec<(f64, f64)>)],
-    horizon: f64,
-) -> Result<String> {
+fn blob_lifetimes_svg(title: &str, rows: &[BlobSegments], horizon: f64) -> Result<String> {
     let n = rows.len().max(1);
     let mut svg = String::new();
     {
@@ -324,7 +323,7 @@ fn blob_rows(
     workload: &str,
     starts: &Starts,
     ends: &BTreeMap<String, f64>,
-) -> Result<Vec<(String, f64, Vec<(f64, f64)>)>> {
+) -> Result<Vec<BlobSegments>> {
     let digests = strs(&d.blobs, "digest")?;
     let gib = f64s(&d.blobs, "compressed_gib")?;
     let size: BTreeMap<&str, f64> = digests
@@ -344,7 +343,7 @@ fn blob_rows(
             by_blob.entry(g[i].clone()).or_default().push((*s, *e));
         }
     }
-    let mut rows: Vec<(String, f64, Vec<(f64, f64)>)> = by_blob
+    let mut rows: Vec<BlobSegments> = by_blob
         .into_iter()
         .map(|(dg, mut iv)| {
             iv.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -584,9 +583,9 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
         let _ = writeln!(md, "- {t}");
     }
     for (t, svg) in &charts {
-        let _ = write!(
+        let _ = writeln!(
             html_body,
-            "<figure><figcaption>{}</figcaption>{}</figure>\n",
+            "<figure><figcaption>{}</figcaption>{}</figure>",
             esc(t),
             svg
         );
