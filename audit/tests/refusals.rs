@@ -555,3 +555,41 @@ fn declared_size_past_the_stream_is_a_truncated_archive() {
         "{e}"
     );
 }
+
+#[test]
+fn a_tar_bomb_of_tiny_members_is_refused_at_the_member_limit() {
+    // 600,000 empty members (300 MB of tar headers) streamed straight into zstd.
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("bomb.tar.zst");
+    {
+        let f = std::fs::File::create(&path).unwrap();
+        let enc = zstd::Encoder::new(f, 1).unwrap().auto_finish();
+        let mut b = tar::Builder::new(enc);
+        let mut h = tar::Header::new_ustar();
+        h.set_size(0);
+        h.set_mode(0o644);
+        for i in 0..600_000u32 {
+            h.set_path(format!("deepswe/t1/a1/junk/{i}")).unwrap();
+            h.set_cksum();
+            b.append(&h, &[][..]).unwrap();
+        }
+        b.into_inner().unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(
+        bytes.len() < 20 << 20,
+        "the bomb compresses to {} bytes",
+        bytes.len()
+    );
+    let t = std::time::Instant::now();
+    let e = audit_err(bytes, "audit: { max_members: 500000 }\n");
+    assert_eq!(
+        e,
+        "archive `arc`, member `deepswe/t1/a1/junk/499999`: holds more than 500000 members (hint: raise audit.max_members)"
+    );
+    assert!(
+        t.elapsed().as_secs() < 120,
+        "refusal took {:?}",
+        t.elapsed()
+    );
+}
