@@ -262,6 +262,23 @@ pub struct SearchBudget {
     /// Local-move candidates generated from the same best schedule before re-basing on the
     /// new best (the hill-climbing step; results depend on it, thread count does not).
     pub local_move_batch: u32,
+    /// List schedules ordered by request duty `req/d` (and variants) per workload.
+    pub duty_orders: u32,
+    /// List schedules of whole blob groups (a repository's tasks together, a task's
+    /// attempts together) per workload; after the first batch the group order is searched
+    /// from the family's best.
+    pub blob_group_orders: u32,
+    /// Rounds of the start-time neighbourhood search per objective (GPU, cache) and
+    /// workload; each round restarts its chains from the best found so far.
+    pub lns_rounds: u32,
+    /// Independent chains per round (run in parallel, folded in chain order).
+    pub lns_chains: u32,
+    /// Moves per chain and round (a move removes and reinserts a few attempts).
+    pub lns_moves: u32,
+    /// Most attempts one move removes.
+    pub lns_max_removed: u32,
+    /// Late-acceptance history length of a chain.
+    pub lns_late_acceptance: u32,
 }
 
 impl Default for SearchBudget {
@@ -273,6 +290,13 @@ impl Default for SearchBudget {
             group_starts: 32,
             task_groupings: 16,
             local_move_batch: 32,
+            duty_orders: 24,
+            blob_group_orders: 256,
+            lns_rounds: 4,
+            lns_chains: 4,
+            lns_moves: 400,
+            lns_max_removed: 3,
+            lns_late_acceptance: 64,
         }
     }
 }
@@ -588,6 +612,18 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
     if b.local_move_batch == 0 {
         return Err(err(
             "search.budget.local_move_batch",
+            "must be at least 1".into(),
+        ));
+    }
+    if b.lns_max_removed == 0 {
+        return Err(err(
+            "search.budget.lns_max_removed",
+            "must be at least 1".into(),
+        ));
+    }
+    if b.lns_late_acceptance == 0 {
+        return Err(err(
+            "search.budget.lns_late_acceptance",
             "must be at least 1".into(),
         ));
     }

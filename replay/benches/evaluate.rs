@@ -1,7 +1,8 @@
 //! Benchmark of the replay's hot paths on a synthetic deepswe-shaped workload (2,000
 //! attempts, ~60 requests each, deterministic): FIFO replay plus all accounting, full
 //! candidate evaluations per second on one core, the validator, and a whole default-budget
-//! search on 1 thread and on all threads.
+//! search on 1 thread and on all threads; moves per second of the start-time neighbourhood
+//! search and the first-fit construction.
 //!
 //! Run: `cargo bench -p replay --bench evaluate` (release profile, `harness = false`).
 
@@ -119,6 +120,54 @@ fn main() {
     println!(
         "independent_fifo_ms: {:.3}",
         t.elapsed().as_secs_f64() * 1e3
+    );
+
+    // Start-time neighbourhood search: moves per second of one chain from FIFO, and the
+    // first-fit (backfilling) construction.
+    let ctx = replay::lns::LnsContext::new(&g, e.makespan);
+    for (name, objective) in [
+        ("gpu", replay::lns::Objective::Gpu),
+        ("cache", replay::lns::Objective::Cache),
+    ] {
+        let params = replay::lns::ChainParams {
+            moves: 2000,
+            max_removed: 3,
+            late_acceptance: 64,
+        };
+        let mut rng =
+            <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
+        let t = Instant::now();
+        let out = replay::lns::run_chain(&g, &ctx, &e.starts, objective, params, &mut rng);
+        let secs = t.elapsed().as_secs_f64();
+        println!(
+            "lns_chain_{name}: {} moves in {:.3} s ({:.1} us per move incl. state build), {} accepted, {} infeasible",
+            out.moves,
+            secs,
+            secs / out.moves as f64 * 1e6,
+            out.accepted,
+            out.infeasible
+        );
+    }
+    let order: Vec<u32> = (0..g.len() as u32).collect();
+    let t = Instant::now();
+    let ff = replay::lns::first_fit_schedule(
+        &g,
+        &replay::lns::LnsContext::new(&g, i64::MAX / 4),
+        &order,
+    );
+    println!(
+        "first_fit_fifo_order_ms: {:.3} (makespan {:.0} s vs list FIFO {:.0} s)",
+        t.elapsed().as_secs_f64() * 1e3,
+        ff.as_ref()
+            .map(|s| s
+                .iter()
+                .zip(&g.duration)
+                .map(|(a, d)| a + d)
+                .max()
+                .unwrap_or(0))
+            .unwrap_or(0) as f64
+            / 1e9,
+        e.makespan as f64 / 1e9
     );
 
     // A whole search with the default budget.

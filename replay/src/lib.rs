@@ -7,9 +7,11 @@
 //! [`validate::validate_schedules_file`] (`replay validate`).
 
 pub mod accounting;
+pub mod bounds;
 pub mod error;
 pub mod evaluate;
 pub mod input;
+pub mod lns;
 pub mod output;
 pub mod schemas;
 pub mod search;
@@ -58,6 +60,27 @@ pub struct SelectedSchedule {
     pub starts_ns: Vec<i64>,
 }
 
+/// One point of the Pareto front of GPU vs cache.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParetoPoint {
+    /// Position on the front, by GPU ascending.
+    pub point: u32,
+    /// The candidate that produced it.
+    pub found_by: String,
+    /// Its index among the workload's candidates.
+    pub candidate: u64,
+    /// Latest end, seconds.
+    pub makespan_s: f64,
+    /// GPU ideal hours.
+    pub gpu_h: f64,
+    /// Cache ideal hours.
+    pub cache_h: f64,
+    /// Whether this point is the selected `best_joint`.
+    pub best_joint: bool,
+    /// Whether the independent validator passed it.
+    pub validated: bool,
+}
+
 /// Everything the stage computed for one workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorkloadReport {
@@ -73,6 +96,10 @@ pub struct WorkloadReport {
     pub deadline_s: f64,
     /// SPEC 2.3 lower bounds.
     pub lower_bounds: ResourceHours,
+    /// The stronger bounds of issue 7 with their components.
+    pub strong_bounds: bounds::StrongBounds,
+    /// Best valid lower bound per resource: the larger of the seed's and the stronger one.
+    pub best_bounds: ResourceHours,
     /// FIFO holding values.
     pub fifo_holding: ResourceHours,
     /// Ideal values of the FIFO schedule.
@@ -85,6 +112,10 @@ pub struct WorkloadReport {
     pub candidates_evaluated: u64,
     /// Per-family counts (evaluated, rejected, improvements).
     pub families: Vec<FamilyStats>,
+    /// Best GPU and cache hours after the seed's families only (before issue 7's).
+    pub seed_families_best: (f64, f64),
+    /// The Pareto front of GPU vs cache over the feasible candidates, by GPU ascending.
+    pub pareto: Vec<ParetoPoint>,
     /// Best so far per objective after each batch.
     pub trace: Vec<TraceRow>,
     /// How this workload consumed the shared RNG stream.
@@ -210,6 +241,13 @@ fn replay_workload(
     let deadline_ns = outcome.fifo.eval.makespan;
     let deadline_s = evaluate::ns_to_s(deadline_ns);
     let lower_bounds = accounting::lower_bounds(&g, gpus);
+    let strong_bounds = bounds::strong_bounds(&g, gpus, deadline_ns);
+    let best_bounds = ResourceHours {
+        cpu: lower_bounds.cpu,
+        ram: lower_bounds.ram,
+        gpu: lower_bounds.gpu.max(strong_bounds.gpu.best),
+        cache: lower_bounds.cache.max(strong_bounds.cache.best),
+    };
     let fifo_holding = accounting::holding_hours(&g, gpus, &outcome.fifo.eval);
     let fifo_ideal = accounting::ideal_hours(&g, gpus, &outcome.fifo.eval);
 
@@ -248,6 +286,36 @@ fn replay_workload(
             starts_ns: found.eval.starts.clone(),
         });
     }
+    // Every point of the Pareto front is validated too.
+    let mut pareto = Vec::new();
+    for (i, found) in outcome.front.iter().enumerate() {
+        let ideal = accounting::ideal_hours(&g, gpus, &found.eval);
+        let rows = schedule_rows(inst, &g, &found.eval.starts);
+        let claimed = ClaimedValues {
+            cpu_h: ideal.cpu,
+            ram_h: ideal.ram,
+            gpu_h: ideal.gpu,
+            cache_h: ideal.cache,
+        };
+        let name = format!("pareto#{i}");
+        let validated = match validate_schedule(inst, &name, &rows, deadline_s, Some(claimed)) {
+            Ok(_) => true,
+            Err(f) => {
+                failures.push(f);
+                false
+            }
+        };
+        pareto.push(ParetoPoint {
+            point: i as u32,
+            found_by: found.label.clone(),
+            candidate: found.candidate,
+            makespan_s: evaluate::ns_to_s(found.eval.makespan),
+            gpu_h: ideal.gpu,
+            cache_h: ideal.cache,
+            best_joint: found.candidate == outcome.best_joint.candidate,
+            validated,
+        });
+    }
     let best_found = ResourceHours {
         cpu: fifo_ideal.cpu,
         ram: fifo_ideal.ram,
@@ -262,12 +330,16 @@ fn replay_workload(
             blobs: inst.blobs.len(),
             deadline_s,
             lower_bounds,
+            strong_bounds,
+            best_bounds,
             fifo_holding,
             fifo_ideal,
             best_found,
             selected,
             candidates_evaluated: outcome.evaluated,
             families: outcome.stats,
+            seed_families_best: outcome.seed_best,
+            pareto,
             trace: outcome.trace,
             rng: outcome.rng,
         },

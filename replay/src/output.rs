@@ -4,7 +4,7 @@
 
 use crate::error::ReplayError;
 use crate::input::{INPUT_FRAMES, ReplayInput};
-use crate::schemas::{BOUNDS, JOINT_SCHEDULES, SCHEDULES, SEARCH_TRACE, file_of};
+use crate::schemas::{BOUNDS, JOINT_SCHEDULES, PARETO, SCHEDULES, SEARCH_TRACE, file_of};
 use crate::{ReplayReport, RunTimings};
 use frames::FrameMeta;
 use model::run_dir::{FRAME_SCHEMA_VERSION, JSON_FORMAT_VERSION, RunDir};
@@ -14,7 +14,7 @@ use sha2::Digest;
 use std::path::PathBuf;
 
 /// How the best joint schedule is chosen (also written to `replay.json`).
-pub const JOINT_OBJECTIVE: &str = "minimize gpu_ideal_h / fifo_gpu_ideal_h + cache_ideal_h / fifo_cache_ideal_h over every feasible candidate evaluated (a term is 0 when its FIFO value is 0); ties (relative 1e-9) prefer the smaller makespan, then the earlier candidate";
+pub const JOINT_OBJECTIVE: &str = "the point of the Pareto front (GPU vs cache, over every feasible candidate evaluated) that minimizes gpu_ideal_h / fifo_gpu_ideal_h + cache_ideal_h / fifo_cache_ideal_h (a term is 0 when its FIFO value is 0); ties (relative 1e-9) prefer the smaller makespan, then the earlier candidate";
 /// The tie rule of every objective.
 pub const TIE_RULE: &str = "values within relative 1e-9 tie; a tie prefers the smaller makespan, then the earlier found candidate";
 /// The RNG, named.
@@ -119,6 +119,7 @@ pub fn write_outputs(
     // bounds.parquet.
     let (mut w, mut r, mut lb, mut hold, mut fi, mut best, mut gap) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
+    let (mut bb, mut cgap) = (vec![], vec![]);
     for wr in &report.workloads {
         for res in crate::Resource::ALL {
             let l = wr.lower_bounds.get(res);
@@ -134,6 +135,13 @@ pub fn write_outputs(
             } else {
                 None
             });
+            let v = wr.best_bounds.get(res);
+            bb.push(v);
+            cgap.push(if v > 0.0 {
+                Some((b / v - 1.0) * 100.0)
+            } else {
+                None
+            });
         }
     }
     let mut df = df!(
@@ -144,6 +152,8 @@ pub fn write_outputs(
         "fifo_ideal_h" => fi,
         "best_found_h" => best,
         "gap_pct" => gap,
+        "best_bound_h" => bb,
+        "certified_gap_pct" => cgap,
     )
     .map_err(polars_err(BOUNDS.name))?;
     let p = dir.file(&file_of(&BOUNDS));
@@ -176,6 +186,47 @@ pub fn write_outputs(
     frames::write_frame(&p, &mut df, &meta(SEARCH_TRACE.name, report))?;
     written.push(p);
 
+    // pareto.parquet.
+    let (mut w, mut pt, mut fb, mut cand, mut mk, mut gp, mut ca, mut bj, mut va) = (
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+    );
+    for wr in &report.workloads {
+        for p in &wr.pareto {
+            w.push(wr.workload.as_str());
+            pt.push(p.point);
+            fb.push(p.found_by.as_str());
+            cand.push(p.candidate);
+            mk.push(p.makespan_s);
+            gp.push(p.gpu_h);
+            ca.push(p.cache_h);
+            bj.push(p.best_joint);
+            va.push(p.validated);
+        }
+    }
+    let mut df = df!(
+        "workload" => w,
+        "point" => pt,
+        "found_by" => fb,
+        "candidate" => cand,
+        "makespan_s" => mk,
+        "gpu_ideal_h" => gp,
+        "cache_ideal_h" => ca,
+        "best_joint" => bj,
+        "validated" => va,
+    )
+    .map_err(polars_err(PARETO.name))?;
+    let p = dir.file(&file_of(&PARETO));
+    frames::write_frame(&p, &mut df, &meta(PARETO.name, report))?;
+    written.push(p);
+
     // replay.json.
     let mut inputs = Vec::new();
     for name in INPUT_FRAMES {
@@ -201,12 +252,19 @@ pub fn write_outputs(
                 "blobs": wr.blobs,
                 "deadline_s": wr.deadline_s,
                 "lower_bounds_h": wr.lower_bounds,
+                "strong_bounds_h": wr.strong_bounds,
+                "best_bounds_h": wr.best_bounds,
                 "fifo_holding_h": wr.fifo_holding,
                 "fifo_ideal_h": wr.fifo_ideal,
                 "best_found_h": wr.best_found,
                 "selected": wr.selected,
                 "candidates_evaluated": wr.candidates_evaluated,
                 "search_summary": wr.families,
+                "seed_families_best_h": {
+                    "gpu": wr.seed_families_best.0,
+                    "cache": wr.seed_families_best.1,
+                },
+                "pareto_points": wr.pareto.len(),
                 "rng": wr.rng,
             })
         })

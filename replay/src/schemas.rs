@@ -22,6 +22,11 @@ const FAMILIES: &[&str] = &[
     "group_start",
     "local_move_gpu",
     "local_move_cache",
+    "first_fit_order",
+    "duty_order",
+    "blob_group_order",
+    "lns_gpu",
+    "lns_cache",
 ];
 
 /// `schedules.parquet`.
@@ -50,7 +55,7 @@ pub const SCHEDULES: FrameSpec = FrameSpec {
 /// `bounds.parquet`.
 pub const BOUNDS: FrameSpec = FrameSpec {
     name: "bounds",
-    doc: "One row per (workload, resource): SPEC 2.3 lower bound, FIFO holding, FIFO ideal and best found ideal value, in hours (core-, GiB-, GPU-, GiB-hours).",
+    doc: "One row per (workload, resource): SPEC 2.3 lower bound, FIFO holding, FIFO ideal and best found ideal value, in hours (core-, GiB-, GPU-, GiB-hours); then the best valid lower bound (the SPEC's or the stronger bounds of docs/BOUNDS.md, whichever is larger) and the certified gap against it.",
     columns: &[
         col_in("workload", WORKLOADS, "Workload."),
         col_in("resource", RESOURCES, "Resource."),
@@ -73,6 +78,60 @@ pub const BOUNDS: FrameSpec = FrameSpec {
             F64,
             true,
             "(best_found_h / lower_bound_h - 1) * 100; null when the bound is 0.",
+        ),
+        col(
+            "best_bound_h",
+            F64,
+            false,
+            "Best valid lower bound, hours: max(lower_bound_h, the stronger bounds of docs/BOUNDS.md).",
+        ),
+        col(
+            "certified_gap_pct",
+            F64,
+            true,
+            "(best_found_h / best_bound_h - 1) * 100: how far above optimal the best found can be at most; null when the bound is 0.",
+        ),
+    ],
+};
+
+/// `pareto.parquet`.
+pub const PARETO: FrameSpec = FrameSpec {
+    name: "pareto",
+    doc: "One row per (workload, point of the Pareto front): the feasible candidates whose (GPU, cache) ideal values no other candidate found matches or beats in both, by GPU ascending; each validated independently. best_joint is the point with the smallest gpu/fifo_gpu + cache/fifo_cache.",
+    columns: &[
+        col_in("workload", WORKLOADS, "Workload."),
+        col(
+            "point",
+            U32,
+            false,
+            "Position on the front, by GPU ascending.",
+        ),
+        col(
+            "found_by",
+            Str,
+            false,
+            "The candidate that produced it (family#index).",
+        ),
+        col(
+            "candidate",
+            U64,
+            false,
+            "Its index among the workload's candidates (0 = FIFO).",
+        ),
+        col("makespan_s", F64, false, "Latest end, seconds."),
+        col("gpu_ideal_h", F64, false, "GPU ideal GPU-hours."),
+        col("cache_ideal_h", F64, false, "Image-cache ideal GiB-hours."),
+        col(
+            "best_joint",
+            Bool,
+            false,
+            "This point is the selected best_joint schedule.",
+        ),
+        col(
+            "validated",
+            Bool,
+            false,
+            "The independent validator passed this schedule.",
         ),
     ],
 };
@@ -129,7 +188,7 @@ pub const JOINT_SCHEDULES: FrameSpec = FrameSpec {
 };
 
 /// Every frame (and CSV table) the replay writes.
-pub const FRAMES: [FrameSpec; 4] = [SCHEDULES, JOINT_SCHEDULES, BOUNDS, SEARCH_TRACE];
+pub const FRAMES: [FrameSpec; 5] = [SCHEDULES, JOINT_SCHEDULES, BOUNDS, SEARCH_TRACE, PARETO];
 
 /// The file a frame is written to below the run directory.
 pub fn file_of(spec: &FrameSpec) -> String {

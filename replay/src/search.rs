@@ -1,6 +1,8 @@
 //! The seeded schedule search for the GPU and cache objectives (and the fastest schedule for
-//! CPU/RAM display): every candidate family of SPEC 2.3, evaluated exactly, in parallel with
-//! results independent of the thread count.
+//! CPU/RAM display): every candidate family of SPEC 2.3, then issue 7's (first-fit orders,
+//! duty orders, blob-group lanes and the start-time neighbourhood search of `lns`),
+//! evaluated exactly, in parallel with results independent of the thread count; and the
+//! Pareto front of GPU vs cache with the joint compromise chosen from it.
 //!
 //! Reproducibility: one ChaCha8 stream (`ChaCha8Rng::seed_from_u64(search.seed)`) for the
 //! whole replay. Each workload, in `search.order`, draws one 32-byte seed per random family
@@ -10,8 +12,11 @@
 
 use crate::accounting::{cache_hours, gpu_hours};
 use crate::error::ReplayError;
-use crate::evaluate::{Evaluation, GridInstance, Plan, Scratch, evaluate};
+use crate::evaluate::{
+    Evaluation, GridInstance, Plan, Scratch, cache_byte_ns, evaluate, gpu_union, start_order_of,
+};
 use crate::input::WorkloadInstance;
+use crate::lns::{ChainParams, LnsContext, Objective, run_chain};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rayon::prelude::*;
@@ -38,6 +43,20 @@ pub struct ReplayBudget {
     pub task_groupings: u32,
     /// Local-move candidates generated from the same best plan (hill-climbing step).
     pub local_move_batch: u32,
+    /// Duty-ordered list schedules per workload.
+    pub duty_orders: u32,
+    /// Blob-group-ordered list schedules per workload.
+    pub blob_group_orders: u32,
+    /// Start-time neighbourhood search: rounds per objective and workload.
+    pub lns_rounds: u32,
+    /// ... chains per round.
+    pub lns_chains: u32,
+    /// ... moves per chain and round.
+    pub lns_moves: u32,
+    /// ... most attempts removed by one move.
+    pub lns_max_removed: u32,
+    /// ... late-acceptance history length.
+    pub lns_late_acceptance: u32,
 }
 
 impl ReplayBudget {
@@ -50,6 +69,13 @@ impl ReplayBudget {
             group_starts: b.group_starts,
             task_groupings: b.task_groupings,
             local_move_batch: b.local_move_batch,
+            duty_orders: b.duty_orders,
+            blob_group_orders: b.blob_group_orders,
+            lns_rounds: b.lns_rounds,
+            lns_chains: b.lns_chains,
+            lns_moves: b.lns_moves,
+            lns_max_removed: b.lns_max_removed,
+            lns_late_acceptance: b.lns_late_acceptance,
         }
     }
 }
@@ -71,11 +97,37 @@ pub enum Family {
     LocalMoveGpu,
     /// Local swaps and moves from the best cache schedule.
     LocalMoveCache,
+    /// The fixed priority orders placed first-fit (backfilling) instead of as list
+    /// schedules.
+    FirstFitOrder,
+    /// List schedules ordered by request duty `req/d` (highest first, and variants).
+    DutyOrder,
+    /// List schedules of whole blob groups (repository, then task), the group order searched.
+    BlobGroupOrder,
+    /// Start-time neighbourhood search for the GPU objective.
+    LnsGpu,
+    /// Start-time neighbourhood search for the cache objective.
+    LnsCache,
 }
 
 impl Family {
     /// Every family, in evaluation order.
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 11] = [
+        Family::PriorityOrder,
+        Family::Perturbation,
+        Family::TaskGrouping,
+        Family::GroupStart,
+        Family::LocalMoveGpu,
+        Family::LocalMoveCache,
+        Family::FirstFitOrder,
+        Family::DutyOrder,
+        Family::BlobGroupOrder,
+        Family::LnsGpu,
+        Family::LnsCache,
+    ];
+
+    /// The families of SPEC 2.3 (the seed's); the others are issue 7's.
+    pub const SEED: [Family; 6] = [
         Family::PriorityOrder,
         Family::Perturbation,
         Family::TaskGrouping,
@@ -93,6 +145,11 @@ impl Family {
             Family::GroupStart => "group_start",
             Family::LocalMoveGpu => "local_move_gpu",
             Family::LocalMoveCache => "local_move_cache",
+            Family::FirstFitOrder => "first_fit_order",
+            Family::DutyOrder => "duty_order",
+            Family::BlobGroupOrder => "blob_group_order",
+            Family::LnsGpu => "lns_gpu",
+            Family::LnsCache => "lns_cache",
         }
     }
 }
@@ -115,20 +172,22 @@ pub struct FamilyStats {
     pub family: Family,
     /// Candidates evaluated.
     pub evaluated: u64,
-    /// Rejected: the schedule ends after the deadline D.
+    /// Rejected: the schedule ends after the deadline D (first-fit constructions: an
+    /// attempt found no start ending by D; neighbourhood moves: a removed attempt found no
+    /// feasible start ending by D, and the move was undone).
     pub rejected_deadline: u64,
     /// Rejected: a unit could never fit the caps (cannot happen for single attempts, which
     /// are checked up front).
     pub rejected_cap: u64,
-    /// Candidates that became a new best for some objective.
+    /// Candidates that became a new best for some objective or entered the Pareto front.
     pub improvements: u64,
 }
 
 /// A feasible candidate kept as a best.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
-    /// The plan.
-    pub plan: Plan,
+    /// The list plan (`None` for a start-time schedule of the neighbourhood search).
+    pub plan: Option<Plan>,
     /// Its exact evaluation.
     pub eval: Evaluation,
     /// GPU ideal hours.
@@ -180,8 +239,12 @@ pub struct SearchOutcome {
     pub best_gpu: Found,
     /// Smallest cache ideal found.
     pub best_cache: Found,
-    /// Smallest `gpu/fifo_gpu + cache/fifo_cache` found.
+    /// Smallest `gpu/fifo_gpu + cache/fifo_cache` on the Pareto front.
     pub best_joint: Found,
+    /// The Pareto front of (GPU, cache) over every feasible candidate, by GPU ascending.
+    pub front: Vec<Found>,
+    /// Best GPU and cache hours after the seed's families only.
+    pub seed_best: (f64, f64),
     /// Per-family counts, in [`Family::ALL`] order.
     pub stats: Vec<FamilyStats>,
     /// Best so far per objective after each batch.
@@ -255,6 +318,8 @@ struct Structure {
     request_len: Vec<i64>,
     /// Duration of each attempt, ns.
     duration: Vec<i64>,
+    /// Capacity-time of each attempt: `d * max(1/K, cores/CPU cap, mem/RAM cap)`.
+    work: Vec<f64>,
 }
 
 impl Structure {
@@ -316,6 +381,14 @@ impl Structure {
             cluster,
             n_clusters,
             request_len: g.request_len.clone(),
+            work: (0..g.len())
+                .map(|j| {
+                    let share = (1.0 / g.concurrency.max(1) as f64)
+                        .max(g.cores[j] as f64 / g.cap_cores.max(1) as f64)
+                        .max(g.mem[j] as f64 / g.cap_mem.max(1) as f64);
+                    g.duration[j] as f64 * share
+                })
+                .collect(),
             duration: g.duration.clone(),
         }
     }
@@ -471,6 +544,156 @@ impl Structure {
         }
     }
 
+    /// Candidate `i` of the duty-order family: attempts by request duty `req/d`.
+    /// 0: highest duty first; 1: lowest first; 2: highest first, each window of `k`
+    /// consecutive attempts longest first; 3: tasks by mean duty, highest first; then
+    /// highest first under random duty perturbations (spread `spread`).
+    fn duty_order(&self, i: u64, k: usize, spread: f64, rng: &mut ChaCha8Rng) -> Vec<u32> {
+        let n = self.n();
+        let q = &self.request_len;
+        let d = &self.duration;
+        // Exact comparison of q_a / d_a with q_b / d_b (zero durations have duty 0).
+        let duty_cmp = |a: u32, b: u32| {
+            let (a, b) = (a as usize, b as usize);
+            let lhs = i128::from(q[a]) * i128::from(d[b].max(1));
+            let rhs = i128::from(q[b]) * i128::from(d[a].max(1));
+            lhs.cmp(&rhs)
+        };
+        let mut o: Vec<u32> = (0..n as u32).collect();
+        match i {
+            0 => o.sort_by(|&a, &b| duty_cmp(b, a).then(a.cmp(&b))),
+            1 => o.sort_by(|&a, &b| duty_cmp(a, b).then(a.cmp(&b))),
+            2 => {
+                o.sort_by(|&a, &b| duty_cmp(b, a).then(a.cmp(&b)));
+                for w in o.chunks_mut(k.max(1)) {
+                    w.sort_by(|&a, &b| d[b as usize].cmp(&d[a as usize]).then(a.cmp(&b)));
+                }
+            }
+            3 => {
+                let duty: Vec<f64> = (0..n).map(|j| q[j] as f64 / d[j].max(1) as f64).collect();
+                o = self.grouped(
+                    |t| {
+                        let m = self.task_total(t, &duty) / self.tasks[t].len().max(1) as f64;
+                        (0, -m)
+                    },
+                    |j| -duty[j],
+                );
+            }
+            _ => {
+                let duty: Vec<f64> = (0..n)
+                    .map(|j| {
+                        let u = 1.0 - spread + 2.0 * spread * unit_f64(rng);
+                        u * q[j] as f64 / d[j].max(1) as f64
+                    })
+                    .collect();
+                o.sort_by(|&a, &b| {
+                    duty[b as usize]
+                        .total_cmp(&duty[a as usize])
+                        .then(a.cmp(&b))
+                });
+            }
+        }
+        o
+    }
+
+    /// Candidate `i` of the first blob-group batch: clusters (repository environments) as
+    /// blocks of tasks. 0: clusters and tasks by total duration, longest first; 1: by first
+    /// FIFO appearance; 2: clusters shortest total first; 3: clusters by attempt count;
+    /// then random cluster and task orders.
+    fn group_order(&self, i: u64, rng: &mut ChaCha8Rng) -> GroupOrder {
+        let nc = self.n_clusters.max(1);
+        let mut blocks: Vec<Vec<u32>> = vec![Vec::new(); nc];
+        for t in 0..self.tasks.len() {
+            blocks[self.task_cluster(t) as usize].push(t as u32);
+        }
+        let d: Vec<f64> = self.duration.iter().map(|&x| x as f64).collect();
+        let task_total = |t: u32| self.task_total(t as usize, &d);
+        let block_total = |b: &Vec<u32>| b.iter().map(|&t| task_total(t)).sum::<f64>();
+        let mut order: Vec<usize> = (0..nc).collect();
+        match i {
+            0 | 2 => {
+                let totals: Vec<f64> = blocks.iter().map(block_total).collect();
+                order.sort_by(|&a, &b| {
+                    let c = totals[b].total_cmp(&totals[a]);
+                    (if i == 0 { c } else { c.reverse() }).then(a.cmp(&b))
+                });
+                for b in &mut blocks {
+                    b.sort_by(|&x, &y| task_total(y).total_cmp(&task_total(x)).then(x.cmp(&y)));
+                }
+            }
+            1 => {
+                order.sort_by_key(|&c| (blocks[c].first().copied().unwrap_or(u32::MAX), c));
+            }
+            3 => {
+                let size = |b: &Vec<u32>| {
+                    b.iter()
+                        .map(|&t| self.tasks[t as usize].len())
+                        .sum::<usize>()
+                };
+                order.sort_by_key(|&c| (std::cmp::Reverse(size(&blocks[c])), c));
+            }
+            _ => {
+                shuffle(rng, &mut order);
+                for b in &mut blocks {
+                    shuffle(rng, b);
+                }
+            }
+        }
+        order
+            .into_iter()
+            .map(|c| std::mem::take(&mut blocks[c]))
+            .filter(|b| !b.is_empty())
+            .collect()
+    }
+
+    /// The attempt order of a group plan: blocks are dealt to `lanes` lanes (each to the
+    /// lane with the least capacity-time so far); a lane lists its blocks' tasks in order,
+    /// a task's attempts longest first; the lanes are merged by taking next the attempt of
+    /// the lane with the least capacity-time consumed (ties: lower lane), so `lanes` groups
+    /// run side by side and their quotas mix.
+    fn flatten_groups(&self, plan: &GroupPlan) -> Vec<u32> {
+        let lanes = plan.lanes.max(1);
+        let mut lane_seq: Vec<Vec<u32>> = vec![Vec::new(); lanes];
+        let mut lane_work = vec![0.0f64; lanes];
+        for block in &plan.blocks {
+            let mut l = 0;
+            for k in 1..lanes {
+                if lane_work[k] < lane_work[l] {
+                    l = k;
+                }
+            }
+            for &t in block {
+                let mut m = self.tasks[t as usize].clone();
+                m.sort_by(|&a, &b| {
+                    self.duration[b as usize]
+                        .cmp(&self.duration[a as usize])
+                        .then(a.cmp(&b))
+                });
+                for &j in &m {
+                    lane_work[l] += self.work[j as usize];
+                }
+                lane_seq[l].extend(m);
+            }
+        }
+        let mut out = Vec::with_capacity(self.n());
+        let mut pos = vec![0usize; lanes];
+        let mut used = vec![0.0f64; lanes];
+        while out.len() < self.n() {
+            let mut pick: Option<usize> = None;
+            for l in 0..lanes {
+                if pos[l] < lane_seq[l].len() && pick.is_none_or(|p| used[l] < used[p]) {
+                    pick = Some(l);
+                }
+            }
+            let Some(l) = pick else { break };
+            let j = lane_seq[l][pos[l]];
+            pos[l] += 1;
+            used[l] += self.work[j as usize];
+            out.push(j);
+        }
+        out
+    }
+
     /// Candidate `i` of the partial simultaneous-start family, from `base`.
     fn group_starts(&self, g: &GridInstance, base: &Plan, i: u64, rng: &mut ChaCha8Rng) -> Plan {
         let order = base.attempt_order();
@@ -579,7 +802,8 @@ struct State {
     fastest: Option<Found>,
     best_gpu: Option<Found>,
     best_cache: Option<Found>,
-    best_joint: Option<Found>,
+    /// Non-dominated (GPU union, cache byte-ns) candidates, in the order found.
+    front: Vec<Found>,
 }
 
 fn joint_value(gpu_h: f64, cache_h: f64, fifo_gpu_h: f64, fifo_cache_h: f64) -> f64 {
@@ -612,61 +836,98 @@ impl State {
                 self.stat(family).rejected_cap += 1;
                 continue;
             };
-            if eval.makespan > self.deadline {
-                self.stat(family).rejected_deadline += 1;
-                continue;
-            }
-            let found = Found {
-                gpu_h: gpu_hours(self.gpus, eval.gpu_union),
-                cache_h: cache_hours(eval.cache_byte_ns),
-                plan,
-                eval,
-                family,
-                candidate,
-                label,
-            };
-            if self.fifo.is_none() {
-                self.fifo_gpu_h = found.gpu_h;
-                self.fifo_cache_h = found.cache_h;
-                self.fifo = Some(found.clone());
-            }
-            let mk = found.eval.makespan;
-            let mut improved = false;
-            let new_fastest = self.fastest.as_ref().is_none_or(|b| mk < b.eval.makespan);
-            let new_gpu = self
-                .best_gpu
-                .as_ref()
-                .is_none_or(|b| beats(found.gpu_h, mk, b.gpu_h, b.eval.makespan));
-            let new_cache = self
-                .best_cache
-                .as_ref()
-                .is_none_or(|b| beats(found.cache_h, mk, b.cache_h, b.eval.makespan));
-            let jv = self.joint(&found);
-            let new_joint = self
-                .best_joint
-                .as_ref()
-                .is_none_or(|b| beats(jv, mk, self.joint(b), b.eval.makespan));
-            if new_fastest {
-                self.fastest = Some(found.clone());
-                improved = true;
-            }
-            if new_gpu {
-                self.best_gpu = Some(found.clone());
-                improved = true;
-            }
-            if new_cache {
-                self.best_cache = Some(found.clone());
-                improved = true;
-            }
-            if new_joint {
-                self.best_joint = Some(found);
-                improved = true;
-            }
-            if improved && candidate > 0 {
-                self.stat(family).improvements += 1;
-            }
+            self.consider(family, Some(plan), eval, candidate, label);
         }
         self.record_trace(family);
+    }
+
+    /// Fold one evaluated feasible-or-late candidate (already counted as evaluated).
+    fn consider(
+        &mut self,
+        family: Family,
+        plan: Option<Plan>,
+        eval: Evaluation,
+        candidate: u64,
+        label: String,
+    ) {
+        if eval.makespan > self.deadline {
+            self.stat(family).rejected_deadline += 1;
+            return;
+        }
+        let found = Found {
+            gpu_h: gpu_hours(self.gpus, eval.gpu_union),
+            cache_h: cache_hours(eval.cache_byte_ns),
+            plan,
+            eval,
+            family,
+            candidate,
+            label,
+        };
+        if self.fifo.is_none() {
+            self.fifo_gpu_h = found.gpu_h;
+            self.fifo_cache_h = found.cache_h;
+            self.fifo = Some(found.clone());
+        }
+        let mk = found.eval.makespan;
+        let mut improved = false;
+        let new_fastest = self.fastest.as_ref().is_none_or(|b| mk < b.eval.makespan);
+        let new_gpu = self
+            .best_gpu
+            .as_ref()
+            .is_none_or(|b| beats(found.gpu_h, mk, b.gpu_h, b.eval.makespan));
+        let new_cache = self
+            .best_cache
+            .as_ref()
+            .is_none_or(|b| beats(found.cache_h, mk, b.cache_h, b.eval.makespan));
+        if new_fastest {
+            self.fastest = Some(found.clone());
+            improved = true;
+        }
+        if new_gpu {
+            self.best_gpu = Some(found.clone());
+            improved = true;
+        }
+        if new_cache {
+            self.best_cache = Some(found.clone());
+            improved = true;
+        }
+        // Pareto front on the exact integers: a point equal in both to an earlier one, or
+        // dominated by one, stays out.
+        let key = (found.eval.gpu_union, found.eval.cache_byte_ns);
+        let dominated = self
+            .front
+            .iter()
+            .any(|f| f.eval.gpu_union <= key.0 && f.eval.cache_byte_ns <= key.1);
+        if !dominated {
+            self.front
+                .retain(|f| !(key.0 <= f.eval.gpu_union && key.1 <= f.eval.cache_byte_ns));
+            self.front.push(found);
+            improved = true;
+        }
+        if improved && candidate > 0 {
+            self.stat(family).improvements += 1;
+        }
+    }
+
+    /// The joint compromise: the front point with the smallest
+    /// `gpu/fifo_gpu + cache/fifo_cache` (ties: smaller makespan, then earlier found).
+    fn best_joint(&self) -> Option<Found> {
+        let mut by_candidate: Vec<&Found> = self.front.iter().collect();
+        by_candidate.sort_by_key(|f| f.candidate);
+        let mut best: Option<&Found> = None;
+        for f in by_candidate {
+            if best.is_none_or(|b| {
+                beats(
+                    self.joint(f),
+                    f.eval.makespan,
+                    self.joint(b),
+                    b.eval.makespan,
+                )
+            }) {
+                best = Some(f);
+            }
+        }
+        best.cloned()
     }
 
     fn record_trace(&mut self, family: Family) {
@@ -738,12 +999,17 @@ pub fn search_workload(
 ) -> Result<SearchOutcome, ReplayError> {
     inst.check_quotas_fit()?;
     let word_pos_before = word_pos(shared);
+    // The seed's families draw first (in SPEC order), then issue 7's.
     let random_families = [
         Family::Perturbation,
         Family::TaskGrouping,
         Family::GroupStart,
         Family::LocalMoveGpu,
         Family::LocalMoveCache,
+        Family::DutyOrder,
+        Family::BlobGroupOrder,
+        Family::LnsGpu,
+        Family::LnsCache,
     ];
     let mut seeds = Vec::new();
     for f in random_families {
@@ -790,7 +1056,7 @@ pub fn search_workload(
         fastest: None,
         best_gpu: None,
         best_cache: None,
-        best_joint: None,
+        front: Vec::new(),
     };
 
     // Priority orders; FIFO first, which sets the deadline.
@@ -845,8 +1111,8 @@ pub fn search_workload(
         },
     );
     let gseed = seed_of(Family::GroupStart);
-    let base_cache = state.best_cache.as_ref().map(|b| b.plan.clone());
-    let base_gpu = state.best_gpu.as_ref().map(|b| b.plan.clone());
+    let base_cache = state.best_cache.as_ref().and_then(|b| b.plan.clone());
+    let base_gpu = state.best_gpu.as_ref().and_then(|b| b.plan.clone());
     let fallback = Plan::from_order(&st.priority_order("grouped_by_task"));
     chunked(&mut state, Family::GroupStart, budget.group_starts, &|i| {
         let mut r = candidate_rng(&gseed, i);
@@ -872,7 +1138,7 @@ pub fn search_workload(
             };
             let base = best
                 .as_ref()
-                .map(|b| b.plan.clone())
+                .and_then(|b| b.plan.clone())
                 .unwrap_or_else(|| fallback.clone());
             let batch = run_batch(pool, g, start..end, |i| {
                 let mut r = candidate_rng(&seed, i);
@@ -886,12 +1152,148 @@ pub fn search_workload(
         }
     }
 
+    let seed_best = (
+        state.best_gpu.as_ref().map_or(0.0, |b| b.gpu_h),
+        state.best_cache.as_ref().map_or(0.0, |b| b.cache_h),
+    );
+
+    // The fixed priority orders placed first-fit (backfilling): far shorter makespans than
+    // their list schedules, hence smaller GPU unions.
+    let ctx = LnsContext::new(g, state.deadline);
+    let batch: Vec<(Option<Plan>, Option<Evaluation>)> = pool.install(|| {
+        PRIORITY_ORDERS
+            .par_iter()
+            .map_init(Scratch::new, |scratch, name| {
+                let order = st.priority_order(name);
+                let e = crate::lns::first_fit_schedule(g, &ctx, &order)
+                    .map(|starts| exact_evaluation(g, &starts, scratch));
+                (None, e)
+            })
+            .collect()
+    });
+    fold_constructions(&mut state, Family::FirstFitOrder, 0, batch);
+
+    // Duty orders (GPU): attempts of similar request duty run together; even candidates
+    // are list schedules, odd ones the same order placed first-fit (backfilling).
+    let dseed = seed_of(Family::DutyOrder);
+    let kp = crate::bounds::k_prime(g, &(0..g.len() as u32).collect::<Vec<_>>()).max(1);
+    let mut start = 0u64;
+    let total = u64::from(budget.duty_orders);
+    while start < total {
+        let end = (start + MAX_BATCH as u64).min(total);
+        let batch: Vec<(Option<Plan>, Option<Evaluation>)> = pool.install(|| {
+            (start..end)
+                .into_par_iter()
+                .map_init(Scratch::new, |scratch, i| {
+                    let mut r = candidate_rng(&dseed, i / 2);
+                    let order = st.duty_order(i / 2, kp as usize, spread, &mut r);
+                    if i % 2 == 0 {
+                        let plan = Plan::from_order(&order);
+                        let e = evaluate(g, &plan, scratch);
+                        (Some(plan), e)
+                    } else {
+                        let e = crate::lns::first_fit_schedule(g, &ctx, &order)
+                            .map(|starts| exact_evaluation(g, &starts, scratch));
+                        (None, e)
+                    }
+                })
+                .collect()
+        });
+        fold_constructions(&mut state, Family::DutyOrder, start, batch);
+        start = end;
+    }
+
+    // Blob group orders (cache): first batch fixed and random group orders, then the group
+    // order is searched from the family's best.
+    blob_group_search(
+        &mut state,
+        &st,
+        g,
+        &ctx,
+        budget,
+        seed_of(Family::BlobGroupOrder),
+        pool,
+    );
+
+    // Start-time neighbourhood search from the best of each objective.
+    for (family, objective) in [
+        (Family::LnsGpu, Objective::Gpu),
+        (Family::LnsCache, Objective::Cache),
+    ] {
+        let seed = seed_of(family);
+        let params = ChainParams {
+            moves: budget.lns_moves,
+            max_removed: budget.lns_max_removed,
+            late_acceptance: budget.lns_late_acceptance,
+        };
+        for round in 0..u64::from(budget.lns_rounds) {
+            let best = match objective {
+                Objective::Gpu => state.best_gpu.as_ref(),
+                Objective::Cache => state.best_cache.as_ref(),
+            };
+            let Some(base) = best.map(|b| b.eval.starts.clone()) else {
+                break;
+            };
+            let chains = u64::from(budget.lns_chains);
+            let outcomes: Vec<crate::lns::ChainOutcome> = pool.install(|| {
+                (0..chains)
+                    .into_par_iter()
+                    .map(|c| {
+                        let mut r = candidate_rng(&seed, round * chains + c);
+                        run_chain(g, &ctx, &base, objective, params, &mut r)
+                    })
+                    .collect()
+            });
+            let first = state.evaluated;
+            let mut points = Vec::new();
+            for (c, o) in outcomes.iter().enumerate() {
+                let offset = first + c as u64 * u64::from(params.moves);
+                for p in &o.archive {
+                    // found_at_move 0 is the round's starting schedule, already known.
+                    if p.found_at_move == 0 {
+                        continue;
+                    }
+                    points.push((
+                        offset + p.found_at_move - 1,
+                        format!("{}#r{round}c{c}m{}", family.as_str(), p.found_at_move),
+                        &p.starts,
+                    ));
+                }
+            }
+            // Exact values of every point, recomputed from scratch in parallel.
+            let evals: Vec<Evaluation> = pool.install(|| {
+                points
+                    .par_iter()
+                    .map_init(Scratch::new, |scratch, (_, _, starts)| {
+                        exact_evaluation(g, starts, scratch)
+                    })
+                    .collect()
+            });
+            for o in &outcomes {
+                state.evaluated += o.moves;
+                state.stat(family).evaluated += o.moves;
+                state.stat(family).rejected_deadline += o.infeasible;
+            }
+            for ((candidate, label, _), eval) in points.into_iter().zip(evals) {
+                state.consider(family, None, eval, candidate, label);
+            }
+            state.record_trace(family);
+        }
+    }
+
+    let best_joint = state.best_joint();
+    state.front.sort_by(|a, b| {
+        a.eval
+            .gpu_union
+            .cmp(&b.eval.gpu_union)
+            .then(a.candidate.cmp(&b.candidate))
+    });
     match (
         state.fifo,
         state.fastest,
         state.best_gpu,
         state.best_cache,
-        state.best_joint,
+        best_joint,
     ) {
         (Some(fifo), Some(fastest), Some(best_gpu), Some(best_cache), Some(best_joint)) => {
             Ok(SearchOutcome {
@@ -900,6 +1302,8 @@ pub fn search_workload(
                 best_gpu,
                 best_cache,
                 best_joint,
+                front: state.front,
+                seed_best,
                 stats: state.stats,
                 trace: state.trace,
                 rng: rng_record,
@@ -911,5 +1315,161 @@ pub fn search_workload(
             workload: inst.workload.to_string(),
             detail: "the FIFO plan could not be scheduled".into(),
         }),
+    }
+}
+
+/// The exact evaluation of arbitrary feasible starts (GPU union and cache byte-ns from
+/// scratch with the evaluator's sweeps).
+pub fn exact_evaluation(g: &GridInstance, starts: &[i64], scratch: &mut Scratch) -> Evaluation {
+    let makespan = starts
+        .iter()
+        .zip(&g.duration)
+        .map(|(s, d)| s + d)
+        .max()
+        .unwrap_or(0);
+    let gpu = gpu_union(g, starts, makespan, scratch);
+    let order = start_order_of(starts);
+    let cache = cache_byte_ns(g, starts, &order, scratch);
+    Evaluation {
+        starts: starts.to_vec(),
+        makespan,
+        gpu_union: gpu,
+        cache_byte_ns: cache,
+    }
+}
+
+/// Fold a batch of constructed candidates (list plans or first-fit start schedules) in
+/// candidate order; `None` evaluations could not end by D.
+fn fold_constructions(
+    state: &mut State,
+    family: Family,
+    first: u64,
+    batch: Vec<(Option<Plan>, Option<Evaluation>)>,
+) {
+    for (k, (plan, e)) in batch.into_iter().enumerate() {
+        let candidate = state.evaluated;
+        state.evaluated += 1;
+        state.stat(family).evaluated += 1;
+        let label = format!("{}#{}", family.as_str(), first + k as u64);
+        match e {
+            Some(e) => state.consider(family, plan, e, candidate, label),
+            None => state.stat(family).rejected_deadline += 1,
+        }
+    }
+    state.record_trace(family);
+}
+
+/// A blob group order: clusters (repository environments) as blocks of tasks.
+type GroupOrder = Vec<Vec<u32>>;
+
+/// A group order run in `lanes` side-by-side lanes.
+#[derive(Debug, Clone, PartialEq)]
+struct GroupPlan {
+    lanes: usize,
+    blocks: GroupOrder,
+}
+
+/// Most lanes a group plan uses.
+const MAX_LANES: usize = 12;
+
+/// Mutate a group plan: swap or move cluster blocks, swap tasks inside a block, or change
+/// the number of lanes by one.
+fn mutate_groups(base: &GroupPlan, rng: &mut ChaCha8Rng) -> GroupPlan {
+    let mut lanes = base.lanes;
+    if below(rng, 4) == 0 {
+        lanes = if below(rng, 2) == 0 {
+            lanes.saturating_sub(1).max(1)
+        } else {
+            (lanes + 1).min(MAX_LANES)
+        };
+    }
+    let mut o = base.blocks.clone();
+    let steps = 1 + below(rng, 3);
+    for _ in 0..steps {
+        let n = o.len();
+        match below(rng, 3) {
+            0 if n >= 2 => {
+                let (a, b) = (below(rng, n as u64) as usize, below(rng, n as u64) as usize);
+                o.swap(a, b);
+            }
+            1 if n >= 2 => {
+                let a = below(rng, n as u64) as usize;
+                let block = o.remove(a);
+                let b = below(rng, n as u64) as usize;
+                o.insert(b.min(o.len()), block);
+            }
+            _ => {
+                if n == 0 {
+                    continue;
+                }
+                let c = below(rng, n as u64) as usize;
+                let m = o[c].len();
+                if m >= 2 {
+                    let (a, b) = (below(rng, m as u64) as usize, below(rng, m as u64) as usize);
+                    o[c].swap(a, b);
+                }
+            }
+        }
+    }
+    GroupPlan { lanes, blocks: o }
+}
+
+fn blob_group_search(
+    state: &mut State,
+    st: &Structure,
+    g: &GridInstance,
+    ctx: &LnsContext,
+    budget: &ReplayBudget,
+    seed: [u8; 32],
+    pool: &rayon::ThreadPool,
+) {
+    let family = Family::BlobGroupOrder;
+    let total = u64::from(budget.blob_group_orders);
+    let batch_size = u64::from(budget.local_move_batch.max(1));
+    let mut incumbent: Option<(u128, GroupPlan)> = None;
+    let mut start = 0u64;
+    while start < total {
+        let end = (start + batch_size).min(total);
+        // First batch (or until one is feasible): the 4 fixed group orders with 2..9 lanes
+        // each, then random orders with 2..9 lanes; later batches mutate the best.
+        let orders: Vec<GroupPlan> = (start..end)
+            .map(|i| {
+                let mut r = candidate_rng(&seed, i);
+                match &incumbent {
+                    Some((_, base)) if start > 0 => mutate_groups(base, &mut r),
+                    _ => GroupPlan {
+                        lanes: 2 + (i % 8) as usize,
+                        blocks: st.group_order(if i < 32 { i / 8 } else { i }, &mut r),
+                    },
+                }
+            })
+            .collect();
+        // Each plan is placed first-fit (backfilling), which keeps within D far more often
+        // than the no-overtaking list schedule.
+        let batch: Vec<Option<Evaluation>> = pool.install(|| {
+            orders
+                .par_iter()
+                .map_init(Scratch::new, |scratch, plan| {
+                    let order = st.flatten_groups(plan);
+                    crate::lns::first_fit_schedule(g, ctx, &order)
+                        .map(|starts| exact_evaluation(g, &starts, scratch))
+                })
+                .collect()
+        });
+        for (k, e) in batch.iter().enumerate() {
+            if let Some(e) = e
+                && e.makespan <= state.deadline
+                && incumbent.as_ref().is_none_or(|(v, _)| e.cache_byte_ns < *v)
+            {
+                incumbent = Some((e.cache_byte_ns, orders[k].clone()));
+            }
+        }
+        fold_constructions(
+            state,
+            family,
+            start,
+            batch.into_iter().map(|e| (None, e)).collect(),
+        );
+        start = end;
     }
 }

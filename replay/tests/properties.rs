@@ -87,6 +87,11 @@ fn search_config(seed: u64) -> model::config::SearchConfig {
             perturbation_spread: 0.4,
             local_moves: 24,
             group_starts: 6,
+            duty_orders: 6,
+            blob_group_orders: 8,
+            lns_rounds: 2,
+            lns_chains: 2,
+            lns_moves: 40,
             ..Default::default()
         },
     }
@@ -124,6 +129,14 @@ proptest! {
         prop_assert!(b.gpu <= w.fifo_ideal.gpu + rel(w.fifo_ideal.gpu));
         prop_assert!(b.cache >= w.lower_bounds.cache - rel(w.lower_bounds.cache));
         prop_assert!(b.cache <= w.fifo_ideal.cache + rel(w.fifo_ideal.cache));
+        // The stronger bounds of docs/BOUNDS.md hold for every schedule found too.
+        prop_assert!(b.gpu >= w.best_bounds.gpu - rel(w.best_bounds.gpu));
+        prop_assert!(b.cache >= w.best_bounds.cache - rel(w.best_bounds.cache));
+        for p in &w.pareto {
+            prop_assert!(p.validated);
+            prop_assert!(p.gpu_h >= w.best_bounds.gpu - rel(w.best_bounds.gpu));
+            prop_assert!(p.cache_h >= w.best_bounds.cache - rel(w.best_bounds.cache));
+        }
         prop_assert_eq!(b.cpu, w.lower_bounds.cpu);
         prop_assert_eq!(b.ram, w.lower_bounds.ram);
         // The fastest schedule is never slower than FIFO, which sets the deadline.

@@ -11,15 +11,15 @@ use replay::synthetic::{SyntheticShape, synthetic_instance};
 use replay::{ReplayOptions, WorkloadInstance};
 use std::path::{Path, PathBuf};
 
-const DETERMINISTIC_OUTPUTS: [&str; 5] = [
+const DETERMINISTIC_OUTPUTS: [&str; 6] = [
     "schedules.parquet",
     "joint_schedules.csv",
     "bounds.parquet",
     "search_trace.parquet",
+    "pareto.parquet",
     "replay.json",
 ];
-const BUDGET: &str =
-    "{ perturbations: 8, perturbation_spread: 0.3, local_moves: 64, group_starts: 6 }";
+const BUDGET: &str = "{ perturbations: 8, perturbation_spread: 0.3, local_moves: 64, group_starts: 6, duty_orders: 8, blob_group_orders: 16, lns_rounds: 2, lns_chains: 2, lns_moves: 60 }";
 
 fn instances() -> Vec<WorkloadInstance> {
     let mut tmax = SyntheticShape::tmax();
@@ -109,12 +109,37 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
                 "task_grouping",
                 "group_start",
                 "local_move_gpu",
-                "local_move_cache"
+                "local_move_cache",
+                "first_fit_order",
+                "duty_order",
+                "blob_group_order",
+                "lns_gpu",
+                "lns_cache"
             ]
         );
         let evaluated: u64 = w.families.iter().map(|f| f.evaluated).sum();
         assert_eq!(evaluated, w.candidates_evaluated);
-        assert_eq!(evaluated, 7 + 8 + 16 + 6 + 64 + 64);
+        assert_eq!(
+            evaluated,
+            7 + 8 + 16 + 6 + 64 + 64 + 7 + 8 + 16 + 2 * (2 * 2 * 60)
+        );
+        // The best valid bound is at least the SPEC's and at most the best found; the
+        // Pareto front is validated and holds best_joint.
+        for r in replay::Resource::ALL {
+            assert!(w.best_bounds.get(r) >= w.lower_bounds.get(r));
+            assert!(w.best_bounds.get(r) <= w.best_found.get(r) * (1.0 + 1e-9));
+        }
+        assert!(!w.pareto.is_empty());
+        assert!(w.pareto.iter().all(|p| p.validated));
+        assert_eq!(w.pareto.iter().filter(|p| p.best_joint).count(), 1);
+        assert!(
+            w.pareto
+                .windows(2)
+                .all(|p| p[0].gpu_h < p[1].gpu_h && p[0].cache_h > p[1].cache_h)
+        );
+        let joint = &w.selected[4];
+        let jp = w.pareto.iter().find(|p| p.best_joint).unwrap();
+        assert_eq!((joint.ideal.gpu, joint.ideal.cache), (jp.gpu_h, jp.cache_h));
     }
     // joint_schedules.csv: header and one row per (workload, schedule), all validated.
     let csv = String::from_utf8(first[1].1.clone()).unwrap();

@@ -196,3 +196,26 @@ fn rejects_values_that_disagree_with_the_search() {
         f.problems[0]
     );
 }
+
+#[test]
+fn accepts_a_feasible_schedule_that_no_list_schedule_produces() {
+    // c waits 1 s after a slot frees at 4 s (a list schedule would start it at 4 s):
+    // concurrency and both caps are checked at every instant, not by replaying an order.
+    let rows = vec![
+        row("a", 0.0, 10.0),
+        row("b", 0.0, 4.0),
+        row("c", 5.0, 8.0),
+        row("d", 8.0, 13.0),
+    ];
+    let v = validate_schedule(&inst(), "start_times", &rows, 13.0, None).unwrap();
+    assert_eq!(v.makespan_s, 13.0);
+    // The same shape with c starting at 3 s overlaps a and b: three attempts > K = 2.
+    let mut bad = rows.clone();
+    bad[2] = row("c", 3.0, 6.0);
+    assert_eq!(
+        validate_schedule(&inst(), "start_times", &bad, 13.0, None)
+            .unwrap_err()
+            .problems,
+        vec!["concurrency exceeded at t=3 s: 3 attempts run > K=2 (`a`, `b`, `c`...)"]
+    );
+}

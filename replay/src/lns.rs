@@ -1,0 +1,814 @@
+//! Neighbourhood search on start times (issue 7): from a feasible schedule, remove one to a
+//! few attempts (at random, by shared blob, by time window, or from the tail), reinsert each
+//! at its best feasible start, and accept by late acceptance. Schedules found this way need
+//! not be list schedules; feasibility (K, both caps, D) is checked directly against a
+//! profile of the other attempts, and the independent validator checks every selected one.
+//!
+//! Everything is exact integer arithmetic on the nanosecond grid. The GPU union and the
+//! cache byte-ns are kept incrementally: removing or inserting an attempt changes them by
+//! its uncovered request time (its requests are disjoint) and, per blob, by its uncovered
+//! lifetime, computed with prefix sums of the covered time of the others.
+
+use crate::evaluate::GridInstance;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::RngCore;
+
+/// Most jumps of a feasible-start search from one candidate start (a candidate whose
+/// search needs more is dropped; the attempt's old start always remains a candidate).
+const FEASIBLE_STEPS: usize = 8;
+
+/// Which objective a chain minimizes (the other one breaks ties).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Objective {
+    /// GPU union of all requests.
+    Gpu,
+    /// Cache byte-ns.
+    Cache,
+}
+
+/// Knobs of one chain (counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainParams {
+    /// Moves (each removes and reinserts a few attempts).
+    pub moves: u32,
+    /// Most attempts removed by one move.
+    pub max_removed: u32,
+    /// Late-acceptance history length.
+    pub late_acceptance: u32,
+}
+
+/// A schedule the chain visited that no other visited schedule dominated (GPU, cache).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainPoint {
+    /// Starts, ns.
+    pub starts: Vec<i64>,
+    /// GPU union, ns (incremental; re-derived exactly by the caller).
+    pub gpu_union: i64,
+    /// Cache byte-ns (incremental).
+    pub cache_byte_ns: u128,
+    /// The move after which it was visited (0 = the starting schedule).
+    pub found_at_move: u64,
+}
+
+/// What one chain did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainOutcome {
+    /// Non-dominated schedules visited, in the order they were found.
+    pub archive: Vec<ChainPoint>,
+    /// Moves tried.
+    pub moves: u64,
+    /// Moves with an attempt that found no feasible start by D (undone).
+    pub infeasible: u64,
+    /// Moves accepted.
+    pub accepted: u64,
+}
+
+/// Static structure shared by every chain of a workload.
+#[derive(Debug, Clone)]
+pub struct LnsContext {
+    /// Users of each blob.
+    blob_users: Vec<Vec<u32>>,
+    /// Longest duration among a blob's users, ns.
+    blob_dmax: Vec<i64>,
+    /// Longest duration, ns.
+    dmax: i64,
+    /// The deadline D, ns.
+    deadline: i64,
+    /// Bucket width of the request cover index, as a shift.
+    shift: u32,
+}
+
+impl LnsContext {
+    /// The deadline D, ns.
+    pub fn deadline(&self) -> i64 {
+        self.deadline
+    }
+
+    /// Structure of a workload with deadline `deadline`.
+    pub fn new(g: &GridInstance, deadline: i64) -> Self {
+        let mut blob_users = vec![Vec::new(); g.blob_bytes.len()];
+        let mut blob_dmax = vec![0i64; g.blob_bytes.len()];
+        for j in 0..g.len() {
+            for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
+                blob_users[b as usize].push(j as u32);
+                blob_dmax[b as usize] = blob_dmax[b as usize].max(g.duration[j]);
+            }
+        }
+        let target = (g.request_count() / 4).max(1) as u64;
+        let span = deadline.max(1) as u64;
+        let mut shift = 0u32;
+        while (span >> shift) > target {
+            shift += 1;
+        }
+        LnsContext {
+            blob_users,
+            blob_dmax,
+            dmax: g.duration.iter().copied().max().unwrap_or(0),
+            deadline,
+            shift,
+        }
+    }
+}
+
+/// A bucket of the request cover index: pieces of requests clipped to the bucket, and (when
+/// clean) their merged union with prefix sums.
+#[derive(Debug, Clone, Default)]
+struct Bucket {
+    pieces: Vec<(i64, i64, u32)>,
+    merged: Vec<(i64, i64)>,
+    prefix: Vec<i64>,
+    dirty: bool,
+}
+
+impl Bucket {
+    fn clean(&mut self) {
+        if !self.dirty {
+            return;
+        }
+        self.pieces.sort_unstable();
+        self.merged.clear();
+        self.prefix.clear();
+        for &(s, e, _) in &self.pieces {
+            match self.merged.last_mut() {
+                Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                _ => self.merged.push((s, e)),
+            }
+        }
+        let mut acc = 0i64;
+        for &(s, e) in &self.merged {
+            self.prefix.push(acc);
+            acc += e - s;
+        }
+        self.prefix.push(acc);
+        self.dirty = false;
+    }
+
+    /// Covered length before `t` (clean bucket).
+    fn covered_before(&self, t: i64) -> i64 {
+        let idx = self.merged.partition_point(|p| p.1 <= t);
+        let mut c = self.prefix.get(idx).copied().unwrap_or(0);
+        if let Some(&(s, _)) = self.merged.get(idx)
+            && s < t
+        {
+            c += t - s;
+        }
+        c
+    }
+}
+
+/// The chain's state: starts plus indexes of the placed attempts.
+#[derive(Debug, Clone)]
+struct StartState {
+    starts: Vec<i64>,
+    /// Placed lifetimes sorted by (start, attempt).
+    life: Vec<(i64, i64, u32)>,
+    /// Per blob, its placed users' lifetimes sorted by (start, attempt).
+    blob_life: Vec<Vec<(i64, i64, u32)>>,
+    buckets: Vec<Bucket>,
+    gpu_union: i64,
+    cache_byte_ns: u128,
+}
+
+impl StartState {
+    fn new(g: &GridInstance, ctx: &LnsContext, starts: &[i64]) -> Self {
+        let n_buckets = (ctx.deadline.max(0) >> ctx.shift) as usize + 1;
+        let mut st = StartState {
+            starts: starts.to_vec(),
+            life: Vec::with_capacity(g.len()),
+            blob_life: vec![Vec::new(); g.blob_bytes.len()],
+            buckets: vec![Bucket::default(); n_buckets],
+            gpu_union: 0,
+            cache_byte_ns: 0,
+        };
+        for (j, &s) in starts.iter().enumerate() {
+            st.insert(g, ctx, j as u32, s);
+        }
+        st
+    }
+
+    fn request_pieces(
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        s: i64,
+        mut f: impl FnMut(usize, i64, i64),
+    ) {
+        let j = j as usize;
+        for k in g.request_first[j]..g.request_first[j + 1] {
+            let (x, y) = (s + g.request_start[k], s + g.request_end[k]);
+            let mut b = (x >> ctx.shift) as usize;
+            loop {
+                let lo = (b as i64) << ctx.shift;
+                let hi = ((b as i64) + 1) << ctx.shift;
+                f(b, x.max(lo), y.min(hi));
+                if y <= hi {
+                    break;
+                }
+                b += 1;
+            }
+        }
+    }
+
+    /// Request time of `j` at start `s` not covered by the placed attempts' requests.
+    fn gpu_uncovered(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> i64 {
+        let mut unc = 0i64;
+        let buckets = &mut self.buckets;
+        Self::request_pieces(g, ctx, j, s, |b, x, y| {
+            let bucket = &mut buckets[b];
+            bucket.clean();
+            unc += (y - x) - (bucket.covered_before(y) - bucket.covered_before(x));
+        });
+        unc
+    }
+
+    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs.
+    fn cache_uncovered(&self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> u128 {
+        let ju = j as usize;
+        let (x, y) = (s, s + g.duration[ju]);
+        let mut total = 0u128;
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let list = &self.blob_life[b as usize];
+            let lo = list.partition_point(|p| p.0 < x - ctx.blob_dmax[b as usize]);
+            let mut reach = x;
+            let mut covered = 0i64;
+            for &(ls, le, _) in &list[lo..] {
+                if ls >= y {
+                    break;
+                }
+                let (cs, ce) = (ls.max(reach), le.min(y));
+                if ce > cs {
+                    covered += ce - cs;
+                    reach = ce;
+                }
+            }
+            total += u128::from(g.blob_bytes[b as usize]) * (y - x - covered) as u128;
+        }
+        total
+    }
+
+    fn insert(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
+        self.gpu_union += self.gpu_uncovered(g, ctx, j, s);
+        self.cache_byte_ns += self.cache_uncovered(g, ctx, j, s);
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        self.starts[ju] = s;
+        let key = (s, e, j);
+        let pos = self.life.partition_point(|p| *p < key);
+        self.life.insert(pos, key);
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let list = &mut self.blob_life[b as usize];
+            let pos = list.partition_point(|p| *p < key);
+            list.insert(pos, key);
+        }
+        let buckets = &mut self.buckets;
+        Self::request_pieces(g, ctx, j, s, |b, x, y| {
+            buckets[b].pieces.push((x, y, j));
+            buckets[b].dirty = true;
+        });
+    }
+
+    fn remove(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32) {
+        let ju = j as usize;
+        let s = self.starts[ju];
+        let key = (s, s + g.duration[ju], j);
+        if let Ok(pos) = self.life.binary_search(&key) {
+            self.life.remove(pos);
+        }
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let list = &mut self.blob_life[b as usize];
+            if let Ok(pos) = list.binary_search(&key) {
+                list.remove(pos);
+            }
+        }
+        let buckets = &mut self.buckets;
+        Self::request_pieces(g, ctx, j, s, |b, _, _| {
+            let bucket = &mut buckets[b];
+            if bucket.pieces.iter().any(|p| p.2 == j) {
+                bucket.pieces.retain(|p| p.2 != j);
+                bucket.dirty = true;
+            }
+        });
+        self.gpu_union -= self.gpu_uncovered(g, ctx, j, s);
+        self.cache_byte_ns -= self.cache_uncovered(g, ctx, j, s);
+    }
+
+    /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
+    /// next to the placed attempts, with the earliest end (forward) or latest start
+    /// (backward) among the attempts running then. A violation can only begin at `s` or
+    /// where a placed attempt starts, so one sweep over the overlapping attempts decides.
+    fn violation(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        s: i64,
+        forward: bool,
+    ) -> Option<i64> {
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        if e <= s {
+            return None;
+        }
+        let lo = self.life.partition_point(|p| p.0 < s - ctx.dmax);
+        let ov: Vec<(i64, i64, u32)> = self.life[lo..]
+            .iter()
+            .take_while(|p| p.0 < e)
+            .filter(|p| p.1 > s)
+            .copied()
+            .collect();
+        let mut ends: Vec<(i64, usize)> = ov
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.1 < e)
+            .map(|(i, p)| (p.1, i))
+            .collect();
+        ends.sort_unstable();
+        let mut active = vec![false; ov.len()];
+        let (mut n, mut c, mut m) = (1i64, g.cores[ju], g.mem[ju]);
+        let over = |n: i64, c: i64, m: i64| n > g.concurrency || c > g.cap_cores || m > g.cap_mem;
+        let mut next = 0usize;
+        while next < ov.len() && ov[next].0 <= s {
+            let q = ov[next].2 as usize;
+            active[next] = true;
+            n += 1;
+            c += g.cores[q];
+            m += g.mem[q];
+            next += 1;
+        }
+        let min_end = |active: &[bool]| {
+            ov.iter()
+                .zip(active)
+                .filter(|(_, a)| **a)
+                .map(|(p, _)| p.1)
+                .min()
+                .unwrap_or(e)
+        };
+        let mut last: Option<i64> = None;
+        if over(n, c, m) {
+            if forward {
+                return Some(min_end(&active));
+            }
+            last = Some(
+                ov.iter()
+                    .zip(&active)
+                    .filter(|(_, a)| **a)
+                    .map(|(p, _)| p.0)
+                    .max()
+                    .unwrap_or(s),
+            );
+        }
+        let mut end_ptr = 0usize;
+        while next < ov.len() {
+            let t = ov[next].0;
+            while end_ptr < ends.len() && ends[end_ptr].0 <= t {
+                let i = ends[end_ptr].1;
+                if active[i] {
+                    active[i] = false;
+                    let q = ov[i].2 as usize;
+                    n -= 1;
+                    c -= g.cores[q];
+                    m -= g.mem[q];
+                }
+                end_ptr += 1;
+            }
+            while next < ov.len() && ov[next].0 == t {
+                let q = ov[next].2 as usize;
+                active[next] = true;
+                n += 1;
+                c += g.cores[q];
+                m += g.mem[q];
+                next += 1;
+            }
+            if over(n, c, m) {
+                if forward {
+                    return Some(min_end(&active));
+                }
+                last = Some(t);
+            }
+        }
+        last
+    }
+
+    /// First-fit placement of `j`: the earliest feasible start at or after `hint`, else
+    /// right after every placed attempt has ended; `None` past D.
+    fn first_fit(&self, g: &GridInstance, ctx: &LnsContext, j: u32, hint: i64) -> Option<i64> {
+        let d = g.duration[j as usize];
+        let latest = ctx.deadline - d;
+        let mut s = hint.max(0);
+        for _ in 0..256 {
+            if s > latest {
+                return None;
+            }
+            match self.violation(g, ctx, j, s, true) {
+                None => return Some(s),
+                Some(next) => s = next,
+            }
+        }
+        let after = self.life.iter().map(|p| p.1).max().unwrap_or(0).max(s);
+        (after <= latest).then_some(after)
+    }
+
+    /// Earliest feasible start `>= s` (forward) or latest `<= s` (backward) within
+    /// `[0, D - d]`, if one is found within a bounded number of steps.
+    fn feasible_start(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        s: i64,
+        forward: bool,
+    ) -> Option<i64> {
+        let d = g.duration[j as usize];
+        let latest = ctx.deadline - d;
+        if latest < 0 {
+            return None;
+        }
+        let mut s = s.clamp(0, latest);
+        for _ in 0..FEASIBLE_STEPS {
+            match self.violation(g, ctx, j, s, forward) {
+                None => return Some(s),
+                Some(next) => {
+                    s = if forward { next } else { next - d };
+                    if s < 0 || s > latest {
+                        return None;
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+fn below(r: &mut ChaCha8Rng, n: u64) -> u64 {
+    let zone = u64::MAX - (u64::MAX % n) - 1;
+    loop {
+        let x = r.next_u64();
+        if x <= zone {
+            return x % n;
+        }
+    }
+}
+
+/// Candidate starts of `j` in the current state (before feasibility adjustment).
+fn candidate_starts(
+    g: &GridInstance,
+    ctx: &LnsContext,
+    st: &StartState,
+    j: u32,
+    old: i64,
+    objective: Objective,
+    rng: &mut ChaCha8Rng,
+) -> Vec<i64> {
+    let ju = j as usize;
+    let d = g.duration[ju];
+    let latest = (ctx.deadline - d).max(0);
+    let mut c = vec![old, 0];
+    for _ in 0..3 {
+        c.push(below(rng, latest as u64 + 1) as i64);
+    }
+    let near = d.max(1) as u64;
+    for _ in 0..2 {
+        let off = below(rng, 2 * near + 1) as i64 - near as i64;
+        c.push(old + off);
+    }
+    if objective == Objective::Cache {
+        // Align with the other users of the most specific blobs.
+        let mut blobs: Vec<u32> = g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]].to_vec();
+        blobs.sort_by_key(|&b| (ctx.blob_users[b as usize].len(), b));
+        for &b in blobs.iter().take(3) {
+            let list = &st.blob_life[b as usize];
+            if list.is_empty() {
+                continue;
+            }
+            let picks = list.len().min(4);
+            for k in 0..picks {
+                let idx = if list.len() <= 4 {
+                    k
+                } else {
+                    below(rng, list.len() as u64) as usize
+                };
+                let (s_i, e_i, _) = list[idx];
+                c.extend([s_i, e_i - d, e_i, s_i - d]);
+            }
+        }
+    }
+    c
+}
+
+/// Reinsert `j` (removed) at its best feasible start; returns false if none exists.
+fn reinsert(
+    g: &GridInstance,
+    ctx: &LnsContext,
+    st: &mut StartState,
+    j: u32,
+    old: i64,
+    objective: Objective,
+    rng: &mut ChaCha8Rng,
+) -> bool {
+    let mut cands = candidate_starts(g, ctx, st, j, old, objective, rng);
+    cands.sort_unstable();
+    cands.dedup();
+    let mut tried: Vec<i64> = Vec::with_capacity(cands.len() * 2);
+    for t in cands {
+        for forward in [true, false] {
+            if let Some(s) = st.feasible_start(g, ctx, j, t, forward) {
+                tried.push(s);
+            }
+        }
+    }
+    tried.sort_unstable();
+    tried.dedup();
+    // (primary, secondary, end, start): smallest wins.
+    let mut best: Option<(u128, u128, i64, i64)> = None;
+    for s in tried {
+        let gpu = st.gpu_uncovered(g, ctx, j, s) as u128;
+        let cache = st.cache_uncovered(g, ctx, j, s);
+        let key = match objective {
+            Objective::Gpu => (gpu, cache, s + g.duration[j as usize], s),
+            Objective::Cache => (cache, gpu, s + g.duration[j as usize], s),
+        };
+        if best.is_none_or(|b| key < b) {
+            best = Some(key);
+        }
+    }
+    match best {
+        Some((_, _, _, s)) => {
+            st.insert(g, ctx, j, s);
+            true
+        }
+        None => false,
+    }
+}
+
+fn cost(st: &StartState, objective: Objective) -> u128 {
+    match objective {
+        Objective::Gpu => st.gpu_union as u128,
+        Objective::Cache => st.cache_byte_ns,
+    }
+}
+
+/// Which attempts one move removes.
+fn removal_set(
+    g: &GridInstance,
+    ctx: &LnsContext,
+    st: &StartState,
+    max_removed: u32,
+    rng: &mut ChaCha8Rng,
+) -> Vec<u32> {
+    let n = g.len() as u64;
+    // Small removals are likelier: 1 with probability 1/2, 2 with 1/4, ...
+    let mut k = 1usize;
+    while (k as u32) < max_removed.max(1) && below(rng, 2) == 0 {
+        k += 1;
+    }
+    let mut set: Vec<u32> = Vec::with_capacity(k);
+    let a = below(rng, n) as u32;
+    set.push(a);
+    let pool: Vec<u32> = match below(rng, 4) {
+        0 => Vec::new(),
+        1 => {
+            // By blob: users of one of a's blobs with at least two users.
+            let au = a as usize;
+            let blobs: Vec<u32> = g.blob_ids[g.blob_first[au]..g.blob_first[au + 1]]
+                .iter()
+                .copied()
+                .filter(|&b| ctx.blob_users[b as usize].len() >= 2)
+                .collect();
+            if blobs.is_empty() {
+                Vec::new()
+            } else {
+                let b = blobs[below(rng, blobs.len() as u64) as usize];
+                ctx.blob_users[b as usize].clone()
+            }
+        }
+        2 => {
+            // By time window: attempts overlapping a's lifetime.
+            let (s, e) = (
+                st.starts[a as usize],
+                st.starts[a as usize] + g.duration[a as usize],
+            );
+            st.life
+                .iter()
+                .filter(|p| p.0 < e && p.1 > s)
+                .map(|p| p.2)
+                .collect()
+        }
+        _ => {
+            // From the tail: the latest-ending attempts.
+            let tail = (2 * g.concurrency.max(1) as usize).min(st.life.len());
+            let mut by_end: Vec<(i64, u32)> = st.life.iter().map(|p| (p.1, p.2)).collect();
+            by_end.sort_unstable_by(|x, y| y.cmp(x));
+            let pick: Vec<u32> = by_end[..tail].iter().map(|x| x.1).collect();
+            set[0] = pick[below(rng, pick.len() as u64) as usize];
+            pick
+        }
+    };
+    let mut guard = 0;
+    while set.len() < k && guard < 8 * k {
+        guard += 1;
+        let x = if pool.is_empty() {
+            below(rng, n) as u32
+        } else {
+            pool[below(rng, pool.len() as u64) as usize]
+        };
+        if !set.contains(&x) {
+            set.push(x);
+        }
+    }
+    set
+}
+
+fn dominated_by(a: (i64, u128), b: (i64, u128)) -> bool {
+    b.0 <= a.0 && b.1 <= a.1
+}
+
+fn archive_add(archive: &mut Vec<ChainPoint>, st: &StartState, at: u64) {
+    let p = (st.gpu_union, st.cache_byte_ns);
+    if archive
+        .iter()
+        .any(|x| dominated_by(p, (x.gpu_union, x.cache_byte_ns)))
+    {
+        return;
+    }
+    archive.retain(|x| !dominated_by((x.gpu_union, x.cache_byte_ns), p));
+    archive.push(ChainPoint {
+        starts: st.starts.clone(),
+        gpu_union: st.gpu_union,
+        cache_byte_ns: st.cache_byte_ns,
+        found_at_move: at,
+    });
+}
+
+/// Place attempts in `order` one by one at their first-fit start (a backfilling list
+/// schedule: a later attempt may start before an earlier one where it fits). Each search
+/// starts one longest duration before the previous attempt's start. `None` when an attempt
+/// cannot end by D.
+pub fn first_fit_schedule(g: &GridInstance, ctx: &LnsContext, order: &[u32]) -> Option<Vec<i64>> {
+    let mut st = StartState {
+        starts: vec![0; g.len()],
+        life: Vec::with_capacity(g.len()),
+        blob_life: vec![Vec::new(); g.blob_bytes.len()],
+        buckets: Vec::new(),
+        gpu_union: 0,
+        cache_byte_ns: 0,
+    };
+    let mut prev = 0i64;
+    for &j in order {
+        let s = st.first_fit(g, ctx, j, prev - ctx.dmax)?;
+        st.starts[j as usize] = s;
+        let key = (s, s + g.duration[j as usize], j);
+        let pos = st.life.partition_point(|p| *p < key);
+        st.life.insert(pos, key);
+        prev = s;
+    }
+    Some(st.starts)
+}
+
+/// Run one chain from the feasible schedule `start` (its starts must respect K, both caps
+/// and D). Deterministic in `rng`.
+pub fn run_chain(
+    g: &GridInstance,
+    ctx: &LnsContext,
+    start: &[i64],
+    objective: Objective,
+    params: ChainParams,
+    rng: &mut ChaCha8Rng,
+) -> ChainOutcome {
+    let mut st = StartState::new(g, ctx, start);
+    let mut out = ChainOutcome {
+        archive: Vec::new(),
+        moves: 0,
+        infeasible: 0,
+        accepted: 0,
+    };
+    archive_add(&mut out.archive, &st, 0);
+    if g.is_empty() {
+        return out;
+    }
+    let late = params.late_acceptance.max(1) as usize;
+    let mut history = vec![cost(&st, objective); late];
+    for m in 0..u64::from(params.moves) {
+        out.moves += 1;
+        let before = cost(&st, objective);
+        let set = removal_set(g, ctx, &st, params.max_removed, rng);
+        let olds: Vec<i64> = set.iter().map(|&j| st.starts[j as usize]).collect();
+        for &j in &set {
+            st.remove(g, ctx, j);
+        }
+        let mut order = set.clone();
+        for i in (1..order.len()).rev() {
+            let k = below(rng, i as u64 + 1) as usize;
+            order.swap(i, k);
+        }
+        let mut placed: Vec<u32> = Vec::new();
+        let mut ok = true;
+        for &j in &order {
+            let old = olds[set.iter().position(|&x| x == j).unwrap_or(0)];
+            if reinsert(g, ctx, &mut st, j, old, objective, rng) {
+                placed.push(j);
+            } else {
+                ok = false;
+                break;
+            }
+        }
+        let after = cost(&st, objective);
+        let slot = (m as usize) % late;
+        let accept = ok && (after <= before || after <= history[slot]);
+        if accept {
+            out.accepted += 1;
+            archive_add(&mut out.archive, &st, m + 1);
+        } else {
+            if !ok {
+                out.infeasible += 1;
+            }
+            for &j in &placed {
+                st.remove(g, ctx, j);
+            }
+            for (&j, &s) in set.iter().zip(&olds) {
+                st.insert(g, ctx, j, s);
+            }
+        }
+        history[slot] = cost(&st, objective);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{Plan, Scratch, cache_byte_ns, evaluate, gpu_union, start_order_of};
+    use crate::synthetic::{SyntheticShape, synthetic_instance};
+    use rand_chacha::rand_core::SeedableRng;
+
+    #[test]
+    fn incremental_values_equal_a_full_recomputation_and_stay_feasible() {
+        let mut shape = SyntheticShape::deepswe();
+        shape.tasks = 30;
+        shape.repos = 4;
+        shape.requests_per_attempt = 10;
+        let inst = synthetic_instance(&shape).unwrap();
+        let g = GridInstance::new(&inst);
+        let mut scratch = Scratch::new();
+        let fifo = evaluate(
+            &g,
+            &Plan::from_order(&(0..g.len() as u32).collect::<Vec<_>>()),
+            &mut scratch,
+        )
+        .unwrap();
+        let ctx = LnsContext::new(&g, fifo.makespan);
+        let st = StartState::new(&g, &ctx, &fifo.starts);
+        assert_eq!(st.gpu_union, fifo.gpu_union);
+        assert_eq!(st.cache_byte_ns, fifo.cache_byte_ns);
+        for objective in [Objective::Gpu, Objective::Cache] {
+            let mut rng = ChaCha8Rng::seed_from_u64(5);
+            let params = ChainParams {
+                moves: 300,
+                max_removed: 3,
+                late_acceptance: 16,
+            };
+            let out = run_chain(&g, &ctx, &fifo.starts, objective, params, &mut rng);
+            assert_eq!(out.moves, 300);
+            assert!(out.accepted > 0);
+            let best = out
+                .archive
+                .iter()
+                .map(|p| match objective {
+                    Objective::Gpu => p.gpu_union as u128,
+                    Objective::Cache => p.cache_byte_ns,
+                })
+                .min()
+                .unwrap();
+            let fifo_value = match objective {
+                Objective::Gpu => fifo.gpu_union as u128,
+                Objective::Cache => fifo.cache_byte_ns,
+            };
+            assert!(best < fifo_value, "{objective:?}: {best} !< {fifo_value}");
+            for p in &out.archive {
+                let mk = p
+                    .starts
+                    .iter()
+                    .zip(&g.duration)
+                    .map(|(s, d)| s + d)
+                    .max()
+                    .unwrap();
+                assert!(mk <= fifo.makespan);
+                assert!(p.starts.iter().all(|&s| s >= 0));
+                assert_eq!(p.gpu_union, gpu_union(&g, &p.starts, mk, &mut scratch));
+                let order = start_order_of(&p.starts);
+                assert_eq!(
+                    p.cache_byte_ns,
+                    cache_byte_ns(&g, &p.starts, &order, &mut scratch)
+                );
+                // Concurrency and both caps at every start instant.
+                for &t in &p.starts {
+                    let running: Vec<usize> = (0..g.len())
+                        .filter(|&j| p.starts[j] <= t && t < p.starts[j] + g.duration[j])
+                        .collect();
+                    assert!(running.len() as i64 <= g.concurrency);
+                    assert!(running.iter().map(|&j| g.cores[j]).sum::<i64>() <= g.cap_cores);
+                    assert!(running.iter().map(|&j| g.mem[j]).sum::<i64>() <= g.cap_mem);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,261 @@
+//! Every lower bound (the SPEC's and the stronger ones of docs/BOUNDS.md) is checked
+//! against exact optima of tiny instances, found by exhaustive search over integer-second
+//! start times up to the deadline D (a bound above an optimum is a bug), and against
+//! hand-computed values where the stronger bound is tight.
+
+mod common;
+
+use common::*;
+use model::WorkloadId;
+use proptest::prelude::*;
+use replay::WorkloadInstance;
+use replay::bounds::{k_prime, strong_bounds};
+use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
+
+const GIB: u64 = 1 << 30;
+const NS: i64 = 1_000_000_000;
+
+/// Union length of intervals (the test's own).
+fn union(mut v: Vec<(i64, i64)>) -> i64 {
+    v.retain(|x| x.1 > x.0);
+    v.sort_unstable();
+    let (mut total, mut cur) = (0i64, None::<(i64, i64)>);
+    for (s, e) in v {
+        cur = match cur {
+            Some((a, b)) if s <= b => Some((a, b.max(e))),
+            Some((a, b)) => {
+                total += b - a;
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    total + cur.map_or(0, |(a, b)| b - a)
+}
+
+/// Exact optima (GPU union ns, cache byte-ns) over every integer-second start vector whose
+/// schedule respects K, both caps (checked at every start instant) and D.
+fn exhaustive_optima(g: &GridInstance, deadline: i64) -> (i64, u128) {
+    let n = g.len();
+    let mut starts = vec![0i64; n];
+    let (mut best_gpu, mut best_cache) = (i64::MAX, u128::MAX);
+    let latest: Vec<i64> = (0..n).map(|j| (deadline - g.duration[j]) / NS).collect();
+    loop {
+        let s: Vec<i64> = starts.iter().map(|x| x * NS).collect();
+        let feasible = (0..n).all(|i| {
+            let t = s[i];
+            let run: Vec<usize> = (0..n)
+                .filter(|&j| s[j] <= t && t < s[j] + g.duration[j])
+                .collect();
+            run.len() as i64 <= g.concurrency
+                && run.iter().map(|&j| g.cores[j]).sum::<i64>() <= g.cap_cores
+                && run.iter().map(|&j| g.mem[j]).sum::<i64>() <= g.cap_mem
+        });
+        if feasible {
+            let mut req = Vec::new();
+            for (j, &sj) in s.iter().enumerate() {
+                for k in g.request_first[j]..g.request_first[j + 1] {
+                    req.push((sj + g.request_start[k], sj + g.request_end[k]));
+                }
+            }
+            best_gpu = best_gpu.min(union(req));
+            let mut cache = 0u128;
+            for (b, &bytes) in g.blob_bytes.iter().enumerate() {
+                let lives: Vec<(i64, i64)> = (0..n)
+                    .filter(|&j| {
+                        g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]].contains(&(b as u32))
+                    })
+                    .map(|j| (s[j], s[j] + g.duration[j]))
+                    .collect();
+                cache += u128::from(bytes) * union(lives) as u128;
+            }
+            best_cache = best_cache.min(cache);
+        }
+        // Next start vector (odometer).
+        let mut i = 0;
+        loop {
+            if i == n {
+                return (best_gpu, best_cache);
+            }
+            if starts[i] < latest[i] {
+                starts[i] += 1;
+                break;
+            }
+            starts[i] = 0;
+            i += 1;
+        }
+    }
+}
+
+/// (duration s, cores, GiB, request cut points, blob mask)
+type Spec = (u32, u32, u32, Vec<u32>, u8);
+
+fn build(specs: &[Spec], k: u32, cpu_slack: u32, ram_slack: u32) -> WorkloadInstance {
+    let attempts = specs
+        .iter()
+        .enumerate()
+        .map(|(i, (d, c, m, cuts, mask))| {
+            let mut pts: Vec<u32> = cuts.iter().map(|x| x % (d + 1)).collect();
+            pts.sort_unstable();
+            pts.dedup();
+            let req: Vec<(f64, f64)> = pts
+                .chunks_exact(2)
+                .map(|p| (f64::from(p[0]), f64::from(p[1])))
+                .filter(|r| r.1 > r.0)
+                .collect();
+            let blobs: Vec<u32> = (0..3).filter(|b| mask & (1 << b) != 0).collect();
+            attempt(
+                &format!("a{i}"),
+                i as f64,
+                f64::from(*d),
+                &req,
+                f64::from(*c),
+                f64::from(*m),
+                &blobs,
+            )
+        })
+        .collect::<Vec<_>>();
+    let max_c = specs.iter().map(|s| s.1).max().unwrap_or(1);
+    let max_m = specs.iter().map(|s| s.2).max().unwrap_or(1);
+    instance(
+        WorkloadId::Tmax,
+        caps(
+            k,
+            f64::from(max_c + cpu_slack),
+            f64::from(max_m + ram_slack),
+            8,
+        ),
+        attempts,
+        vec![blob("x", GIB), blob("y", GIB / 2), blob("z", 3 * GIB)],
+    )
+}
+
+fn fifo_deadline(g: &GridInstance) -> i64 {
+    let plan = Plan::from_order(&(0..g.len() as u32).collect::<Vec<_>>());
+    evaluate(g, &plan, &mut Scratch::new()).unwrap().makespan
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    (
+        1u32..4,
+        1u32..5,
+        1u32..5,
+        prop::collection::vec(0u32..5, 0..5),
+        1u8..8,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_bound_is_at_most_the_exhaustive_optimum(
+        specs in prop::collection::vec(spec(), 3..6),
+        k in 1u32..4,
+        cpu_slack in 0u32..6,
+        ram_slack in 0u32..6,
+    ) {
+        let inst = build(&specs, k, cpu_slack, ram_slack);
+        let g = GridInstance::new(&inst);
+        let d = fifo_deadline(&g);
+        let combos: f64 = (0..g.len())
+            .map(|j| ((d - g.duration[j]) / NS + 1) as f64)
+            .product();
+        prop_assume!(combos <= 150_000.0);
+        let (opt_gpu, opt_cache) = exhaustive_optima(&g, d);
+        let gpu_opt_h = 8.0 * opt_gpu as f64 / 3.6e12;
+        let cache_opt_h = opt_cache as f64 / (GIB as f64 * 3.6e12);
+        let ok = |bound: f64, opt: f64| bound <= opt * (1.0 + 1e-9) + 1e-15;
+        let strong = strong_bounds(&g, 8, d);
+        let seed = replay::accounting::lower_bounds(&g, 8);
+        for (name, v) in [
+            ("seed", seed.gpu),
+            ("machine", strong.gpu.machine),
+            ("cpu_energy", strong.gpu.cpu_energy),
+            ("ram_energy", strong.gpu.ram_energy),
+            ("compulsory", strong.gpu.compulsory),
+            ("best", strong.gpu.best),
+        ] {
+            prop_assert!(ok(v, gpu_opt_h), "GPU {name} bound {v} > optimum {gpu_opt_h}");
+        }
+        for (name, v) in [
+            ("seed", seed.cache),
+            ("machine", strong.cache.machine),
+            ("cpu_energy", strong.cache.cpu_energy),
+            ("ram_energy", strong.cache.ram_energy),
+            ("compulsory", strong.cache.compulsory),
+            ("best", strong.cache.best),
+        ] {
+            prop_assert!(ok(v, cache_opt_h), "cache {name} bound {v} > optimum {cache_opt_h}");
+        }
+        // The stronger bound never falls below the seed's.
+        prop_assert!(strong.gpu.best >= seed.gpu * (1.0 - 1e-12));
+        prop_assert!(strong.cache.best >= seed.cache * (1.0 - 1e-12));
+    }
+}
+
+/// K = 4, but 4 GiB of RAM lets only one 3-GiB attempt run at a time: K' = 1. Three
+/// attempts of 2 s, each requesting for its whole life and using blob x (1 GiB): every
+/// feasible schedule runs them one after another, so the optimum GPU union and blob
+/// lifetime union are 6 s, which the stronger bounds reach while the seed's give 2 s.
+#[test]
+fn k_prime_makes_the_bounds_tight_when_ram_binds() {
+    let attempts = (0..3)
+        .map(|i| {
+            attempt(
+                &format!("a{i}"),
+                f64::from(i),
+                2.0,
+                &[(0.0, 2.0)],
+                1.0,
+                3.0,
+                &[0],
+            )
+        })
+        .collect();
+    let inst = instance(
+        WorkloadId::Tmax,
+        caps(4, 100.0, 4.0, 8),
+        attempts,
+        vec![blob("x", GIB)],
+    );
+    let g = GridInstance::new(&inst);
+    assert_eq!(k_prime(&g, &[0, 1, 2]), 1);
+    let d = fifo_deadline(&g);
+    assert_eq!(d, 6 * NS);
+    let (opt_gpu, opt_cache) = exhaustive_optima(&g, d);
+    assert_eq!(opt_gpu, 6 * NS);
+    assert_eq!(opt_cache, u128::from(GIB) * 6 * NS as u128);
+    let strong = strong_bounds(&g, 8, d);
+    let seed = replay::accounting::lower_bounds(&g, 8);
+    assert_close(seed.gpu, 8.0 * 2.0 / 3600.0, "seed gpu");
+    assert_close(strong.gpu.best, 8.0 * 6.0 / 3600.0, "strong gpu");
+    assert_close(seed.cache, 2.0 / 3600.0, "seed cache");
+    assert_close(strong.cache.best, 6.0 / 3600.0, "strong cache");
+    // The compulsory parts of [0, 6] are empty here (slack 4 s > 2 s).
+    assert_eq!(strong.cache.compulsory, 0.0);
+}
+
+/// One 5-s attempt with D = 6 s (set by a second attempt that must follow it): it surely
+/// runs during [1, 5), so blob y's lifetime union is at least 4 s, and its request [0, 5)
+/// surely covers [1, 5).
+#[test]
+fn compulsory_parts_inside_the_deadline_window() {
+    let inst = instance(
+        WorkloadId::Tmax,
+        caps(1, 10.0, 10.0, 8),
+        vec![
+            attempt("a", 0.0, 5.0, &[(0.0, 5.0)], 1.0, 1.0, &[1]),
+            attempt("b", 1.0, 1.0, &[], 1.0, 1.0, &[]),
+        ],
+        vec![blob("x", GIB), blob("y", GIB)],
+    );
+    let g = GridInstance::new(&inst);
+    let d = fifo_deadline(&g);
+    assert_eq!(d, 6 * NS);
+    let strong = strong_bounds(&g, 8, d);
+    assert_close(strong.cache.compulsory, 4.0 / 3600.0, "cache compulsory");
+    assert_close(strong.gpu.compulsory, 8.0 * 4.0 / 3600.0, "gpu compulsory");
+    // The machine bound (d_max = 5 s) is stronger still, and the optimum is 5 s.
+    assert_close(strong.cache.best, 5.0 / 3600.0, "cache best");
+}
