@@ -67,6 +67,7 @@ struct RunData {
     requests: DataFrame,
     blobs: DataFrame,
     attempt_blobs: DataFrame,
+    pareto: Option<DataFrame>,
 }
 
 fn load(run: &RunDir) -> Result<RunData> {
@@ -86,6 +87,7 @@ fn load(run: &RunDir) -> Result<RunData> {
         requests: read(run, "requests")?,
         blobs: read(run, "blobs")?,
         attempt_blobs: read(run, "attempt_blobs")?,
+        pareto: read(run, "pareto").ok(),
     })
 }
 
@@ -303,6 +305,50 @@ fn convergence_svg(title: &str, lines: &[(String, Vec<(f64, f64)>)]) -> Result<S
     Ok(svg)
 }
 
+/// The Pareto front of (GPU, cache) ideal values.
+fn pareto_svg(title: &str, pts: &[(f64, f64)]) -> Result<String> {
+    let (x0, x1) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
+    let (y0, y1) = pts
+        .iter()
+        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
+    let (x0, x1) = if pts.is_empty() { (0.0, 1.0) } else { (x0, x1) };
+    let (y0, y1) = if pts.is_empty() { (0.0, 1.0) } else { (y0, y1) };
+    let pad = |a: f64, b: f64| ((b - a).abs() * 0.05).max(1e-3);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (900, 300)).into_drawing_area();
+        root.fill(&WHITE).map_err(svg_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(
+                (x0 - pad(x0, x1))..(x1 + pad(x0, x1)),
+                (y0 - pad(y0, y1))..(y1 + pad(y0, y1)),
+            )
+            .map_err(svg_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("GPU ideal (GPU-hours)")
+            .y_desc("cache ideal (GiB-hours)")
+            .draw()
+            .map_err(svg_error)?;
+        let mut line = pts.to_vec();
+        line.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(line, BLUE.stroke_width(1)))
+            .map_err(svg_error)?;
+        chart
+            .draw_series(pts.iter().map(|p| Circle::new(*p, 3, RED.filled())))
+            .map_err(svg_error)?;
+        root.present().map_err(svg_error)?;
+    }
+    Ok(svg)
+}
+
 /// Absolute request intervals of a schedule (start + offsets).
 fn shifted_requests(d: &RunData, workload: &str, starts: &Starts) -> Result<Vec<(f64, f64)>> {
     let w = strs(&d.requests, "workload")?;
@@ -502,10 +548,13 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
         f64s(&d.bounds, "best_found_h")?,
         f64s(&d.bounds, "gap_pct")?,
     );
+    let n_rows = bw.len();
+    let vb = f64s(&d.bounds, "best_bound_h").unwrap_or_else(|_| vec![None; n_rows]);
+    let cg = f64s(&d.bounds, "certified_gap_pct").unwrap_or_else(|_| vec![None; n_rows]);
     for i in 0..bw.len() {
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             bw[i],
             br[i],
             fmt_h(fh[i]),
@@ -513,6 +562,10 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
             fmt_h(bf[i]),
             fmt_h(lb[i]),
             gp[i]
+                .map(|g| format!("{g:.2}"))
+                .unwrap_or_else(|| "-".into()),
+            fmt_h(vb[i]),
+            cg[i]
                 .map(|g| format!("{g:.2}"))
                 .unwrap_or_else(|| "-".into())
         );
@@ -577,6 +630,19 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
             format!("{w}: search convergence"),
             convergence_svg(&format!("{w}: best so far"), &lines)?,
         ));
+        if let Some(p) = &d.pareto {
+            let pw = strs(p, "workload")?;
+            let pg = f64s(p, "gpu_ideal_h")?;
+            let pc = f64s(p, "cache_ideal_h")?;
+            let pts: Vec<(f64, f64)> = (0..pw.len())
+                .filter(|&i| &pw[i] == w)
+                .filter_map(|i| Some((pg[i]?, pc[i]?)))
+                .collect();
+            charts.push((
+                format!("{w}: Pareto front of GPU vs cache"),
+                pareto_svg(&format!("{w}: Pareto front (validated schedules)"), &pts)?,
+            ));
+        }
     }
     let _ = writeln!(md, "## Charts\n\nThe charts are in report.html:\n");
     for (t, _) in &charts {

@@ -32,6 +32,7 @@ pub fn stage_outputs(stage: &str) -> Vec<&'static str> {
             "joint_schedules.csv",
             "bounds.parquet",
             "search_trace.parquet",
+            "pareto.parquet",
         ],
         "report" => vec!["report.md", "report.html"],
         _ => vec![],

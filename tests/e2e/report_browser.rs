@@ -131,7 +131,7 @@ fn report_renders_with_charts_and_figures() {
         .unwrap();
     let dom = String::from_utf8_lossy(&dom.stdout);
     let svgs = dom.matches("<svg").count();
-    assert_eq!(svgs, 10, "two workloads x five charts");
+    assert_eq!(svgs, 12, "two workloads x six charts");
     for t in [
         "Gantt of the FIFO schedule",
         "Gantt of the best-GPU schedule",
