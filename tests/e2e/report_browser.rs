@@ -81,6 +81,7 @@ fn report_renders_with_charts_and_figures() {
         "## Clipping summary",
         "## Resource-hours",
         "## Assumptions of the accounting model",
+        "certified gap %",
     ] {
         assert!(md.contains(section), "missing section {section}");
     }
