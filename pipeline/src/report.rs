@@ -537,7 +537,7 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
     // Bounds.
     let _ = writeln!(
         md,
-        "\n## Resource-hours\n\nHours: core-hours (CPU), GiB-hours (RAM, cache), GPU-hours.\n\n| workload | resource | FIFO holding | FIFO ideal | best found | lower bound | gap % |\n|---|---|---|---|---|---|---|"
+        "\n## Resource-hours\n\nHours: core-hours (CPU), GiB-hours (RAM, cache), GPU-hours. `lower bound` and `gap %` are SPEC 2.3's; `best valid bound` is the strongest bound of docs/BOUNDS.md, and `certified gap %` says how far the best found can be from optimal.\n\n| workload | resource | FIFO holding | FIFO ideal | best found | lower bound | gap % | best valid bound | certified gap % |\n|---|---|---|---|---|---|---|---|---|"
     );
     let bw = strs(&d.bounds, "workload")?;
     let br = strs(&d.bounds, "resource")?;
