@@ -312,22 +312,25 @@ pub fn summary_table(s: &RunSummary) -> Result<String> {
             col_f("lower_bound_h"),
             col_f("gap_pct"),
         );
+        let (vb, cg) = (col_f("best_bound_h"), col_f("certified_gap_pct"));
         let f = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
-            "\nworkload resource  FIFO-holding   FIFO-ideal   best-found  lower-bound    gap%"
+            "\nworkload resource  FIFO-holding   FIFO-ideal   best-found  lower-bound    gap%   best-bound  cert-gap%"
         );
         for i in 0..w.len() {
             let _ = writeln!(
                 out,
-                "{:<8} {:<8} {:>13} {:>12} {:>12} {:>12} {:>7}",
+                "{:<8} {:<8} {:>13} {:>12} {:>12} {:>12} {:>7} {:>12} {:>10}",
                 w[i],
                 r[i],
                 f(fh[i]),
                 f(fi[i]),
                 f(bf[i]),
                 f(lb[i]),
-                f(gp[i])
+                f(gp[i]),
+                f(vb.get(i).copied().flatten()),
+                f(cg.get(i).copied().flatten())
             );
         }
     }
