@@ -4,6 +4,7 @@
 use anyhow::{Context, Result};
 use model::LoadedConfig;
 use model::run_dir::{FRAME_SCHEMA_VERSION, RunDir};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use polars::prelude::DataFrame;
 use std::collections::BTreeMap;
@@ -116,6 +117,70 @@ fn svg_error(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow::anyhow!("drawing a chart: {e}")
 }
 
+/// A chart drawn on an SVG string with f64 axes.
+type Chart<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// The frame of a chart: title, size, axis ranges and descriptions.
+struct ChartFrame<'t> {
+    title: &'t str,
+    size: (u32, u32),
+    x: std::ops::Range<f64>,
+    y: std::ops::Range<f64>,
+    x_desc: &'t str,
+    y_desc: &'t str,
+    /// Horizontal grid lines (off for charts with one row per item).
+    y_mesh: bool,
+    /// Draw the legend of the labelled series.
+    legend: bool,
+}
+
+/// Draw a chart: the shared frame, then `draw` puts the series on it.
+fn draw_chart(f: ChartFrame, draw: impl FnOnce(&mut Chart) -> Result<()>) -> Result<String> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, f.size).into_drawing_area();
+        root.fill(&WHITE).map_err(svg_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(f.title, ("sans-serif", 16))
+            .margin(8)
+            .x_label_area_size(30)
+            .y_label_area_size(60)
+            .build_cartesian_2d(f.x, f.y)
+            .map_err(svg_error)?;
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(f.x_desc).y_desc(f.y_desc);
+        if !f.y_mesh {
+            mesh.disable_y_mesh();
+        }
+        mesh.draw().map_err(svg_error)?;
+        draw(&mut chart)?;
+        if f.legend {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()
+                .map_err(svg_error)?;
+        }
+        root.present().map_err(svg_error)?;
+    }
+    Ok(svg)
+}
+
+/// Named lines with a legend.
+fn draw_lines(chart: &mut Chart, lines: &[(String, Vec<(f64, f64)>)], width: u32) -> Result<()> {
+    let colors = [RED, BLUE, GREEN, MAGENTA];
+    for (i, (name, pts)) in lines.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        chart
+            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(width)))
+            .map_err(svg_error)?
+            .label(name.as_str())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
+    }
+    Ok(())
+}
+
 /// Gantt chart: one bar per attempt (rows in FIFO start order).
 fn gantt_svg(
     title: &str,
@@ -127,24 +192,17 @@ fn gantt_svg(
     order.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(b.0)));
     let n = order.len().max(1);
     let tmax = ends.values().copied().fold(1.0f64, f64::max) / 3600.0;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 360)).into_drawing_area();
-        root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0f64..tmax * 1.02, 0f64..n as f64)
-            .map_err(svg_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("hours")
-            .y_desc("attempt (FIFO order)")
-            .disable_y_mesh()
-            .draw()
-            .map_err(svg_error)?;
+    let frame = ChartFrame {
+        title,
+        size: (900, 360),
+        x: 0.0..tmax * 1.02,
+        y: 0.0..n as f64,
+        x_desc: "hours",
+        y_desc: "attempt (FIFO order)",
+        y_mesh: false,
+        legend: false,
+    };
+    draw_chart(frame, |chart| {
         let bars = order.iter().enumerate().filter_map(|(i, (id, _))| {
             let s = starts.get(*id)? / 3600.0;
             let e = ends.get(*id)? / 3600.0;
@@ -154,9 +212,8 @@ fn gantt_svg(
             ))
         });
         chart.draw_series(bars).map_err(svg_error)?;
-        root.present().map_err(svg_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Requests in flight over time (averaged per bin) for several schedules.
@@ -183,66 +240,35 @@ fn occupancy_svg(title: &str, series: &[(&str, Vec<(f64, f64)>)], horizon: f64) 
             .map(|(k, v)| ((k as f64 + 0.5) * width / 3600.0, v / width))
             .collect();
         ymax = pts.iter().map(|p| p.1).fold(ymax, f64::max);
-        lines.push((*name, pts));
+        lines.push((name.to_string(), pts));
     }
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0f64..horizon / 3600.0, 0f64..ymax * 1.05)
-            .map_err(svg_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("hours")
-            .y_desc("requests in flight")
-            .draw()
-            .map_err(svg_error)?;
-        let colors = [RED, BLUE, GREEN];
-        for (i, (name, pts)) in lines.into_iter().enumerate() {
-            let c = colors[i % colors.len()];
-            chart
-                .draw_series(LineSeries::new(pts, c.stroke_width(1)))
-                .map_err(svg_error)?
-                .label(name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(svg_error)?;
-        root.present().map_err(svg_error)?;
-    }
-    Ok(svg)
+    let frame = ChartFrame {
+        title,
+        size: (900, 300),
+        x: 0.0..horizon / 3600.0,
+        y: 0.0..ymax * 1.05,
+        x_desc: "hours",
+        y_desc: "requests in flight",
+        y_mesh: true,
+        legend: true,
+    };
+    draw_chart(frame, |chart| draw_lines(chart, &lines, 1))
 }
 
 /// Lifetimes (union of attempt intervals) of the largest blobs under one schedule.
 fn blob_lifetimes_svg(title: &str, rows: &[BlobSegments], horizon: f64) -> Result<String> {
     let n = rows.len().max(1);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 40 + 14 * n as u32)).into_drawing_area();
-        root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(50)
-            .build_cartesian_2d(0f64..horizon / 3600.0, 0f64..n as f64)
-            .map_err(svg_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("hours")
-            .y_desc("blob (largest first)")
-            .disable_y_mesh()
-            .draw()
-            .map_err(svg_error)?;
+    let frame = ChartFrame {
+        title,
+        size: (900, 40 + 14 * n as u32),
+        x: 0.0..horizon / 3600.0,
+        y: 0.0..n as f64,
+        x_desc: "hours",
+        y_desc: "blob (largest first)",
+        y_mesh: false,
+        legend: false,
+    };
+    draw_chart(frame, |chart| {
         for (i, (_, _, segs)) in rows.iter().enumerate() {
             chart
                 .draw_series(segs.iter().map(|(s, e)| {
@@ -253,9 +279,8 @@ fn blob_lifetimes_svg(title: &str, rows: &[BlobSegments], horizon: f64) -> Resul
                 }))
                 .map_err(svg_error)?;
         }
-        root.present().map_err(svg_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Best-so-far against candidates evaluated.
@@ -268,74 +293,41 @@ fn convergence_svg(title: &str, lines: &[(String, Vec<(f64, f64)>)]) -> Result<S
         .iter()
         .flat_map(|l| l.1.iter().map(|p| p.1))
         .fold(1e-9, f64::max);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax * 1.05)
-            .map_err(svg_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("candidates evaluated")
-            .y_desc("best so far (hours)")
-            .draw()
-            .map_err(svg_error)?;
-        let colors = [RED, BLUE, GREEN, MAGENTA];
-        for (i, (name, pts)) in lines.iter().enumerate() {
-            let c = colors[i % colors.len()];
-            chart
-                .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                .map_err(svg_error)?
-                .label(name.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(svg_error)?;
-        root.present().map_err(svg_error)?;
-    }
-    Ok(svg)
+    let frame = ChartFrame {
+        title,
+        size: (900, 300),
+        x: 0.0..xmax,
+        y: 0.0..ymax * 1.05,
+        x_desc: "candidates evaluated",
+        y_desc: "best so far (hours)",
+        y_mesh: true,
+        legend: true,
+    };
+    draw_chart(frame, |chart| draw_lines(chart, lines, 2))
 }
 
 /// The Pareto front of (GPU, cache) ideal values.
 fn pareto_svg(title: &str, pts: &[(f64, f64)]) -> Result<String> {
-    let (x0, x1) = pts
-        .iter()
-        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.0), a.1.max(p.0)));
-    let (y0, y1) = pts
-        .iter()
-        .fold((f64::MAX, f64::MIN), |a, p| (a.0.min(p.1), a.1.max(p.1)));
-    let (x0, x1) = if pts.is_empty() { (0.0, 1.0) } else { (x0, x1) };
-    let (y0, y1) = if pts.is_empty() { (0.0, 1.0) } else { (y0, y1) };
-    let pad = |a: f64, b: f64| ((b - a).abs() * 0.05).max(1e-3);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (900, 300)).into_drawing_area();
-        root.fill(&WHITE).map_err(svg_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(8)
-            .x_label_area_size(30)
-            .y_label_area_size(60)
-            .build_cartesian_2d(
-                (x0 - pad(x0, x1))..(x1 + pad(x0, x1)),
-                (y0 - pad(y0, y1))..(y1 + pad(y0, y1)),
-            )
-            .map_err(svg_error)?;
-        chart
-            .configure_mesh()
-            .x_desc("GPU ideal (GPU-hours)")
-            .y_desc("cache ideal (GiB-hours)")
-            .draw()
-            .map_err(svg_error)?;
+    let span = |f: fn(&(f64, f64)) -> f64| {
+        let (lo, hi) = pts
+            .iter()
+            .map(f)
+            .fold((f64::MAX, f64::MIN), |a, v| (a.0.min(v), a.1.max(v)));
+        let (lo, hi) = if pts.is_empty() { (0.0, 1.0) } else { (lo, hi) };
+        let pad = ((hi - lo).abs() * 0.05).max(1e-3);
+        (lo - pad)..(hi + pad)
+    };
+    let frame = ChartFrame {
+        title,
+        size: (900, 300),
+        x: span(|p| p.0),
+        y: span(|p| p.1),
+        x_desc: "GPU ideal (GPU-hours)",
+        y_desc: "cache ideal (GiB-hours)",
+        y_mesh: true,
+        legend: false,
+    };
+    draw_chart(frame, |chart| {
         let mut line = pts.to_vec();
         line.sort_by(|a, b| a.0.total_cmp(&b.0));
         chart
@@ -344,9 +336,8 @@ fn pareto_svg(title: &str, pts: &[(f64, f64)]) -> Result<String> {
         chart
             .draw_series(pts.iter().map(|p| Circle::new(*p, 3, RED.filled())))
             .map_err(svg_error)?;
-        root.present().map_err(svg_error)?;
-    }
-    Ok(svg)
+        Ok(())
+    })
 }
 
 /// Absolute request intervals of a schedule (start + offsets).
