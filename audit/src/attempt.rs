@@ -389,8 +389,15 @@ impl AuditedAttempt {
 
 /// Parse `completed_utc` (RFC 3339) to the nearest f64 epoch seconds and exact nanoseconds.
 pub fn parse_completed_utc(s: &str) -> Result<MemberTime, String> {
-    let dt = chrono::DateTime::parse_from_rfc3339(s)
-        .map_err(|e| format!("completed_utc `{s}` is not RFC 3339: {e}"))?;
+    // RFC 3339 with an offset; a timestamp without one (as Python's naive isoformat()
+    // writes) is taken as UTC, which the field's name promises.
+    let dt = match chrono::DateTime::parse_from_rfc3339(s) {
+        Ok(dt) => dt.with_timezone(&chrono::Utc),
+        Err(e) => chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f")
+            .or_else(|_| chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f"))
+            .map(|n| n.and_utc())
+            .map_err(|_| format!("completed_utc `{s}` is not RFC 3339: {e}"))?,
+    };
     let secs = dt.timestamp();
     let sub = dt.timestamp_subsec_nanos() as i64;
     let text = if secs >= 0 {
@@ -628,5 +635,10 @@ mod tests {
         let t = parse_completed_utc("2025-09-01T02:00:00.5+02:00").unwrap();
         assert_eq!(t.seconds, 1756684800.5);
         assert!(parse_completed_utc("yesterday").is_err());
+        // No offset: UTC.
+        let t = parse_completed_utc("2025-09-01T00:00:00.123456").unwrap();
+        assert_eq!(t.nanos, 1_756_684_800_123_456_000);
+        let t = parse_completed_utc("2025-09-01 00:00:01").unwrap();
+        assert_eq!(t.seconds, 1_756_684_801.0);
     }
 }

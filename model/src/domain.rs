@@ -70,9 +70,9 @@ impl RunKind {
     }
 }
 
-/// The resources an attempt's sandbox reserved for its whole life.
+/// The resources an attempt's sandbox reserved for its whole life. Extra keys (a GPU count,
+/// a disk size) are tolerated, like everywhere in the records read from archives.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Quota {
     /// CPU cores.
     pub cores: f64,
@@ -118,7 +118,8 @@ pub struct ExceptionInfo {
     /// Exception type name.
     #[serde(rename = "type")]
     pub kind: String,
-    /// Exception message.
+    /// Exception message (empty when the record has none).
+    #[serde(default)]
     pub message: String,
 }
 
@@ -330,6 +331,18 @@ mod tests {
             t,
             r#"{"completed_utc":null,"exception_info":null,"reward":null}"#
         );
+    }
+
+    #[test]
+    fn records_tolerate_extra_keys_and_a_missing_message() {
+        let q: Quota = serde_json::from_str(r#"{"cores":1,"mem_gib":2,"gpus":0}"#).unwrap();
+        assert_eq!((q.cores, q.mem_gib), (1.0, 2.0));
+        let r: ResultRecord = serde_json::from_str(
+            r#"{"completed_utc":null,"exception_info":{"type":"E","traceback":"x"},"reward":1}"#,
+        )
+        .unwrap();
+        assert_eq!(r.exception_info.unwrap().message, "");
+        assert_eq!(r.reward, Some(1.0));
     }
 
     #[test]
