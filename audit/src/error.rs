@@ -57,12 +57,12 @@ pub enum AuditError {
     /// `audit extract` could not find or place an attempt.
     #[error("{0}")]
     Extract(String),
-    /// A reading frame could not be used.
-    #[error("{}: {detail}", path.display())]
-    FrameContent {
-        /// The frame file.
-        path: PathBuf,
-        /// What is wrong.
+    /// The worker threads could not be started.
+    #[error("cannot start {threads} worker threads: {detail}")]
+    ThreadPool {
+        /// Threads asked for.
+        threads: usize,
+        /// The OS's answer.
         detail: String,
     },
 }

@@ -36,17 +36,7 @@ pub fn locate_attempt(
 ) -> Result<(String, String), AuditError> {
     let p = RunDir::new(&cfg.run_dir).file("attempts.parquet");
     let df = frames::read_frame(&p, "attempts", model::run_dir::FRAME_SCHEMA_VERSION)?;
-    let col = |n: &str| -> Result<Vec<Option<String>>, AuditError> {
-        let c = df.column(n).map_err(|e| AuditError::FrameContent {
-            path: p.clone(),
-            detail: e.to_string(),
-        })?;
-        let ca = c.str().map_err(|e| AuditError::FrameContent {
-            path: p.clone(),
-            detail: e.to_string(),
-        })?;
-        Ok(ca.iter().map(|x| x.map(str::to_string)).collect())
-    };
+    let col = |n: &str| frames::str_values(&df, &p, n);
     let ids = col("attempt_id")?;
     let wls = col("workload")?;
     let arcs = col("archive_id")?;

@@ -4,7 +4,7 @@
 use crate::attempt::AuditedAttempt;
 use crate::cohort::WorkloadAudit;
 use crate::error::AuditError;
-use frames::{FrameBuilder, FrameMeta, write_frame};
+use frames::{FrameBuilder, FrameMeta};
 use model::run_dir::{FRAME_SCHEMA_VERSION, JSON_FORMAT_VERSION, RunDir};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -58,11 +58,7 @@ pub fn write_frames(
             .iter()
             .find(|s| s.name == name)
             .expect("every audit frame is declared");
-        spec.check(df).map_err(|detail| AuditError::FrameContent {
-            path: p.clone(),
-            detail: format!("frame does not match its declared schema: {detail}"),
-        })?;
-        write_frame(&p, df, &meta(name, sources))?;
+        frames::write_declared(&p, df, spec, &meta(name, sources))?;
         written.push(p);
         Ok(())
     };
@@ -332,7 +328,11 @@ pub fn requests_batch(attempts: &[AuditedAttempt]) -> polars::prelude::DataFrame
 
 /// Start the streamed requests frame.
 pub fn requests_writer(run: &RunDir, sources: &str) -> frames::FrameStreamWriter {
-    frames::FrameStreamWriter::new(&run.file("requests.parquet"), meta("requests", sources))
+    frames::FrameStreamWriter::new(
+        &run.file("requests.parquet"),
+        &crate::schema::REQUESTS,
+        meta("requests", sources),
+    )
 }
 
 /// Write `audit.json` atomically.

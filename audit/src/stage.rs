@@ -47,7 +47,10 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n.max(1))
                 .build()
-                .map_err(|e| AuditError::Extract(format!("cannot start worker threads: {e}")))?,
+                .map_err(|e| AuditError::ThreadPool {
+                    threads: n,
+                    detail: e.to_string(),
+                })?,
         ),
         None => None,
     };
@@ -83,12 +86,6 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
                 ))
             });
             let df = output::requests_batch(&a);
-            crate::schema::REQUESTS
-                .check(&df)
-                .map_err(|detail| AuditError::FrameContent {
-                    path: run_dir.file("requests.parquet"),
-                    detail,
-                })?;
             requests.write(&df)?;
             for x in &mut a {
                 x.requests.intervals = Vec::new();

@@ -152,6 +152,7 @@ pub fn write_frame(path: &Path, df: &mut DataFrame, meta: &FrameMeta) -> Result<
 pub struct FrameStreamWriter {
     path: PathBuf,
     tmp: PathBuf,
+    spec: &'static schema::FrameSpec,
     meta: FrameMeta,
     writer: Option<BatchedWriter<std::fs::File>>,
     rows: usize,
@@ -167,8 +168,9 @@ impl std::fmt::Debug for FrameStreamWriter {
 }
 
 impl FrameStreamWriter {
-    /// A writer for `path`; nothing is created until the first batch.
-    pub fn new(path: &Path, meta: FrameMeta) -> Self {
+    /// A writer for `path` of the declared frame `spec` (every batch is checked against
+    /// it); nothing is created until the first batch.
+    pub fn new(path: &Path, spec: &'static schema::FrameSpec, meta: FrameMeta) -> Self {
         let dir = path.parent().unwrap_or(Path::new("."));
         let name = path
             .file_name()
@@ -177,6 +179,7 @@ impl FrameStreamWriter {
         FrameStreamWriter {
             path: path.to_path_buf(),
             tmp: dir.join(format!(".{name}.tmp-{}", std::process::id())),
+            spec,
             meta,
             writer: None,
             rows: 0,
@@ -195,6 +198,10 @@ impl FrameStreamWriter {
         if df.height() == 0 {
             return Ok(());
         }
+        self.spec.check(df).map_err(|detail| FrameError::Schema {
+            path: self.path.clone(),
+            message: format!("frame does not match its declared schema: {detail}"),
+        })?;
         if self.writer.is_none() {
             let dir = self.path.parent().unwrap_or(Path::new("."));
             std::fs::create_dir_all(dir).map_err(io_err(dir))?;
@@ -228,7 +235,7 @@ impl FrameStreamWriter {
     pub fn finish(mut self, empty: &mut DataFrame) -> Result<usize, FrameError> {
         match self.writer.take() {
             None => {
-                write_frame(&self.path, empty, &self.meta)?;
+                write_declared(&self.path, empty, self.spec, &self.meta)?;
             }
             Some(w) => {
                 w.finish().map_err(self.polars())?;
@@ -255,6 +262,22 @@ impl Drop for FrameStreamWriter {
     }
 }
 
+/// Write a frame that must match its declaration: the columns (names, order, types, nulls,
+/// closed value sets) are checked first, and a frame that does not match is refused with
+/// the path and the difference; nothing is written then.
+pub fn write_declared(
+    path: &Path,
+    df: &mut DataFrame,
+    spec: &schema::FrameSpec,
+    meta: &FrameMeta,
+) -> Result<(), FrameError> {
+    spec.check(df).map_err(|detail| FrameError::Schema {
+        path: path.to_path_buf(),
+        message: format!("frame does not match its declared schema: {detail}"),
+    })?;
+    write_frame(path, df, meta)
+}
+
 /// Read a frame, checking that it is the named frame at the expected schema version.
 pub fn read_frame(path: &Path, frame: &str, schema_version: u32) -> Result<DataFrame, FrameError> {
     let meta = read_metadata(path)?;
@@ -278,6 +301,51 @@ pub fn read_frame(path: &Path, frame: &str, schema_version: u32) -> Result<DataF
             path: path.to_path_buf(),
             source,
         })
+}
+
+/// A string column's values; the error names the file and the column.
+pub fn str_values(
+    df: &DataFrame,
+    path: &Path,
+    name: &str,
+) -> Result<Vec<Option<String>>, FrameError> {
+    let c = column(df, path, name)?;
+    let ca = c
+        .str()
+        .map_err(|_| wrong_type(path, name, c.dtype(), "strings"))?;
+    Ok(ca.iter().map(|v| v.map(str::to_string)).collect())
+}
+
+/// An f64 column's values; the error names the file and the column.
+pub fn f64_values(df: &DataFrame, path: &Path, name: &str) -> Result<Vec<Option<f64>>, FrameError> {
+    let c = column(df, path, name)?;
+    let ca = c
+        .f64()
+        .map_err(|_| wrong_type(path, name, c.dtype(), "f64"))?;
+    Ok(ca.iter().collect())
+}
+
+/// A u64 column's values; the error names the file and the column.
+pub fn u64_values(df: &DataFrame, path: &Path, name: &str) -> Result<Vec<Option<u64>>, FrameError> {
+    let c = column(df, path, name)?;
+    let ca = c
+        .u64()
+        .map_err(|_| wrong_type(path, name, c.dtype(), "u64"))?;
+    Ok(ca.iter().collect())
+}
+
+fn column<'a>(df: &'a DataFrame, path: &Path, name: &str) -> Result<&'a Column, FrameError> {
+    df.column(name).map_err(|_| FrameError::Schema {
+        path: path.to_path_buf(),
+        message: format!("has no column `{name}`"),
+    })
+}
+
+fn wrong_type(path: &Path, name: &str, got: &DataType, want: &str) -> FrameError {
+    FrameError::Schema {
+        path: path.to_path_buf(),
+        message: format!("column `{name}` holds {got}, expected {want}"),
+    }
 }
 
 /// The file-level key-value metadata of a Parquet file.

@@ -247,9 +247,10 @@ pub fn write_ledger(path: &Path, rows: &[LedgerRow]) -> Result<(), frames::Frame
         path: path.to_path_buf(),
         source,
     })?;
-    frames::write_frame(
+    frames::write_declared(
         path,
         &mut df,
+        &LEDGER,
         &frames::FrameMeta::new(LEDGER_FRAME, model::run_dir::FRAME_SCHEMA_VERSION),
     )
 }

@@ -85,7 +85,7 @@ pub fn write_outputs(
     )
     .map_err(polars_err(SCHEDULES.name))?;
     let p = dir.file(&file_of(&SCHEDULES));
-    frames::write_frame(&p, &mut df, &meta(SCHEDULES.name, report))?;
+    frames::write_declared(&p, &mut df, &SCHEDULES, &meta(SCHEDULES.name, report))?;
     written.push(p);
 
     // joint_schedules.csv.
@@ -157,7 +157,7 @@ pub fn write_outputs(
     )
     .map_err(polars_err(BOUNDS.name))?;
     let p = dir.file(&file_of(&BOUNDS));
-    frames::write_frame(&p, &mut df, &meta(BOUNDS.name, report))?;
+    frames::write_declared(&p, &mut df, &BOUNDS, &meta(BOUNDS.name, report))?;
     written.push(p);
 
     // search_trace.parquet.
@@ -183,7 +183,7 @@ pub fn write_outputs(
     )
     .map_err(polars_err(SEARCH_TRACE.name))?;
     let p = dir.file(&file_of(&SEARCH_TRACE));
-    frames::write_frame(&p, &mut df, &meta(SEARCH_TRACE.name, report))?;
+    frames::write_declared(&p, &mut df, &SEARCH_TRACE, &meta(SEARCH_TRACE.name, report))?;
     written.push(p);
 
     // pareto.parquet.
@@ -224,7 +224,7 @@ pub fn write_outputs(
     )
     .map_err(polars_err(PARETO.name))?;
     let p = dir.file(&file_of(&PARETO));
-    frames::write_frame(&p, &mut df, &meta(PARETO.name, report))?;
+    frames::write_declared(&p, &mut df, &PARETO, &meta(PARETO.name, report))?;
     written.push(p);
 
     // replay.json.
