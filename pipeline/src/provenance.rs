@@ -1,7 +1,7 @@
 //! `provenance.json` (every output with its SHA256 and the inputs it came from), `run.json`
 //! (wall-clock facts), and `pipeline verify` (recompute every hash, re-derive every output).
 
-use crate::stages::{STAGES, StageOutcome, sha256_file, stage_outputs};
+use crate::stages::{STAGES, StageOutcome, read_record, sha256_file, stage_files, stage_outputs};
 use anyhow::{Context, Result};
 use model::config::PipelineConfig;
 use model::manifest::ArchiveSpec;
@@ -78,7 +78,7 @@ fn stage_inputs(stage: &str, cfg: &LoadedConfig) -> Vec<String> {
         ),
         "report" => {
             for s in ["ingest", "audit", "replay"] {
-                v.extend(stage_outputs(s).iter().map(|f| f.to_string()));
+                v.extend(stage_files(s).iter().map(|f| f.to_string()));
             }
         }
         _ => {}
@@ -86,28 +86,27 @@ fn stage_inputs(stage: &str, cfg: &LoadedConfig) -> Vec<String> {
     v
 }
 
-/// Build the provenance of the run directory's current outputs.
+/// Build the provenance of the run directory's current outputs from the stage records
+/// (each holds the SHA256 of its outputs, hashed when the stage ran or was checked for a
+/// skip), so no output is hashed twice in a run.
 pub fn build_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<Provenance> {
     let mut outputs = Vec::new();
     for stage in STAGES {
-        let mut names: Vec<String> = stage_outputs(stage).iter().map(|s| s.to_string()).collect();
-        if stage == "ingest" {
-            names.extend(
-                cfg.archives
-                    .iter()
-                    .map(|a| format!("store/sha256/{}", a.sha256)),
-            );
-        }
-        for n in names {
-            let p = run.file(&n);
-            if p.is_file() {
-                outputs.push(ProvenanceOutput {
-                    sha256: sha256_file(&p)?,
-                    path: n,
-                    stage: stage.into(),
-                    inputs: stage_inputs(stage, cfg),
-                });
-            }
+        let recorded = read_record(run, stage)
+            .map(|r| r.outputs)
+            .unwrap_or_default();
+        for n in stage_outputs(stage, cfg) {
+            let sha256 = match recorded.get(&n) {
+                Some(h) => h.clone(),
+                None if run.file(&n).is_file() => sha256_file(&run.file(&n))?,
+                None => continue,
+            };
+            outputs.push(ProvenanceOutput {
+                sha256,
+                path: n,
+                stage: stage.into(),
+                inputs: stage_inputs(stage, cfg),
+            });
         }
     }
     outputs.sort_by(|a, b| a.path.cmp(&b.path));

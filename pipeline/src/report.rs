@@ -9,7 +9,7 @@ use plotters::prelude::*;
 use polars::prelude::DataFrame;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What the accounting model assumes; printed in every report.
 pub const ASSUMPTIONS: &str = "Fixed trace model: every attempt keeps its recorded duration and its model-request intervals relative to its start; scheduling changes only admission. \
@@ -20,31 +20,32 @@ Not counted: model-server and harness host CPU/RAM, GPU memory, expanded image l
 Request time includes queueing, transport and server processing; it is not GPU kernel busy time. \
 Lower bounds are bounds, not attained schedules, and different minima need not coexist; joint_schedules.csv lists values that do.";
 
-fn read(run: &RunDir, name: &str) -> Result<DataFrame> {
-    Ok(frames::read_frame(
-        &run.file(&format!("{name}.parquet")),
-        name,
-        FRAME_SCHEMA_VERSION,
-    )?)
+/// A frame read from the run directory, with the path its errors name.
+struct Frame {
+    path: PathBuf,
+    df: DataFrame,
 }
 
-fn strs(df: &DataFrame, c: &str) -> Result<Vec<String>> {
-    Ok(df
-        .column(c)
-        .with_context(|| format!("column {c}"))?
-        .str()?
-        .iter()
-        .map(|v| v.unwrap_or("").to_string())
-        .collect())
+impl Frame {
+    /// String values (null as empty).
+    fn strs(&self, c: &str) -> Result<Vec<String>> {
+        Ok(frames::str_values(&self.df, &self.path, c)?
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect())
+    }
+    fn f64s(&self, c: &str) -> Result<Vec<Option<f64>>> {
+        Ok(frames::f64_values(&self.df, &self.path, c)?)
+    }
+    fn u64s(&self, c: &str) -> Result<Vec<Option<u64>>> {
+        Ok(frames::u64_values(&self.df, &self.path, c)?)
+    }
 }
 
-fn f64s(df: &DataFrame, c: &str) -> Result<Vec<Option<f64>>> {
-    Ok(df
-        .column(c)
-        .with_context(|| format!("column {c}"))?
-        .f64()?
-        .iter()
-        .collect())
+fn read(run: &RunDir, name: &str) -> Result<Frame> {
+    let path = run.file(&format!("{name}.parquet"));
+    let df = frames::read_frame(&path, name, FRAME_SCHEMA_VERSION)?;
+    Ok(Frame { path, df })
 }
 
 fn fmt_h(v: Option<f64>) -> String {
@@ -58,17 +59,16 @@ type BlobSegments = (String, f64, Vec<(f64, f64)>);
 type Starts = BTreeMap<String, f64>;
 
 struct RunData {
-    ledger: Option<DataFrame>,
+    ledger: Option<Frame>,
     audit: serde_json::Value,
-    exclusions: DataFrame,
-    bounds: DataFrame,
-    schedules: DataFrame,
-    trace: DataFrame,
-    attempts: DataFrame,
-    requests: DataFrame,
-    blobs: DataFrame,
-    attempt_blobs: DataFrame,
-    pareto: Option<DataFrame>,
+    exclusions: Frame,
+    bounds: Frame,
+    schedules: Frame,
+    trace: Frame,
+    requests: Frame,
+    blobs: Frame,
+    attempt_blobs: Frame,
+    pareto: Option<Frame>,
 }
 
 fn load(run: &RunDir) -> Result<RunData> {
@@ -84,7 +84,6 @@ fn load(run: &RunDir) -> Result<RunData> {
         bounds: read(run, "bounds")?,
         schedules: read(run, "schedules")?,
         trace: read(run, "search_trace")?,
-        attempts: read(run, "attempts")?,
         requests: read(run, "requests")?,
         blobs: read(run, "blobs")?,
         attempt_blobs: read(run, "attempt_blobs")?,
@@ -97,11 +96,11 @@ fn schedule_starts(
     workload: &str,
     schedule: &str,
 ) -> Result<(Starts, BTreeMap<String, f64>)> {
-    let w = strs(&d.schedules, "workload")?;
-    let s = strs(&d.schedules, "schedule")?;
-    let a = strs(&d.schedules, "attempt_id")?;
-    let st = f64s(&d.schedules, "start_s")?;
-    let en = f64s(&d.schedules, "end_s")?;
+    let w = d.schedules.strs("workload")?;
+    let s = d.schedules.strs("schedule")?;
+    let a = d.schedules.strs("attempt_id")?;
+    let st = d.schedules.f64s("start_s")?;
+    let en = d.schedules.f64s("end_s")?;
     let mut starts = BTreeMap::new();
     let mut ends = BTreeMap::new();
     for i in 0..w.len() {
@@ -342,10 +341,10 @@ fn pareto_svg(title: &str, pts: &[(f64, f64)]) -> Result<String> {
 
 /// Absolute request intervals of a schedule (start + offsets).
 fn shifted_requests(d: &RunData, workload: &str, starts: &Starts) -> Result<Vec<(f64, f64)>> {
-    let w = strs(&d.requests, "workload")?;
-    let a = strs(&d.requests, "attempt_id")?;
-    let s = f64s(&d.requests, "start_offset_s")?;
-    let e = f64s(&d.requests, "end_offset_s")?;
+    let w = d.requests.strs("workload")?;
+    let a = d.requests.strs("attempt_id")?;
+    let s = d.requests.f64s("start_offset_s")?;
+    let e = d.requests.f64s("end_offset_s")?;
     Ok((0..w.len())
         .filter(|&i| w[i] == workload)
         .filter_map(|i| {
@@ -361,16 +360,16 @@ fn blob_rows(
     starts: &Starts,
     ends: &BTreeMap<String, f64>,
 ) -> Result<Vec<BlobSegments>> {
-    let digests = strs(&d.blobs, "digest")?;
-    let gib = f64s(&d.blobs, "compressed_gib")?;
+    let digests = d.blobs.strs("digest")?;
+    let gib = d.blobs.f64s("compressed_gib")?;
     let size: BTreeMap<&str, f64> = digests
         .iter()
         .zip(gib.iter())
         .map(|(k, v)| (k.as_str(), v.unwrap_or(0.0)))
         .collect();
-    let w = strs(&d.attempt_blobs, "workload")?;
-    let a = strs(&d.attempt_blobs, "attempt_id")?;
-    let g = strs(&d.attempt_blobs, "digest")?;
+    let w = d.attempt_blobs.strs("workload")?;
+    let a = d.attempt_blobs.strs("attempt_id")?;
+    let g = d.attempt_blobs.strs("digest")?;
     let mut by_blob: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
     for i in 0..w.len() {
         if w[i] != workload {
@@ -424,10 +423,9 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
     let _ = writeln!(md, "## Ingest ledger\n");
     match &d.ledger {
         Some(l) => {
-            let ids = strs(l, "archive_id")?;
-            let kinds = strs(l, "location_kind")?;
-            let verdicts = strs(l, "verdict")?;
-            let bytes: Vec<Option<u64>> = l.column("expected_bytes")?.u64()?.iter().collect();
+            let ids = l.strs("archive_id")?;
+            let kinds = l.strs("location_kind")?;
+            let verdicts = l.strs("verdict")?;
             let mut by: BTreeMap<(String, String), usize> = BTreeMap::new();
             for i in 0..ids.len() {
                 *by.entry((kinds[i].clone(), verdicts[i].clone()))
@@ -445,7 +443,6 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
             for ((k, v), n) in &by {
                 let _ = writeln!(md, "| {k} | {v} | {n} |");
             }
-            let _ = bytes;
             md.push('\n');
         }
         None => {
@@ -475,10 +472,10 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
         );
     }
     md.push('\n');
-    let ex_w = strs(&d.exclusions, "workload")?;
-    let ex_a = strs(&d.exclusions, "attempt_id")?;
-    let ex_r = strs(&d.exclusions, "reason")?;
-    let ex_d = strs(&d.exclusions, "detail")?;
+    let ex_w = d.exclusions.strs("workload")?;
+    let ex_a = d.exclusions.strs("attempt_id")?;
+    let ex_r = d.exclusions.strs("reason")?;
+    let ex_d = d.exclusions.strs("detail")?;
     let _ = writeln!(
         md,
         "### Excluded attempts (pilot attempts counted, not listed)\n\n| workload | attempt | reason | detail |\n|---|---|---|---|"
@@ -530,18 +527,24 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
         md,
         "\n## Resource-hours\n\nHours: core-hours (CPU), GiB-hours (RAM, cache), GPU-hours. `lower bound` and `gap %` are SPEC 2.3's; `best valid bound` is the strongest bound of docs/BOUNDS.md, and `certified gap %` says how far the best found can be from optimal.\n\n| workload | resource | FIFO holding | FIFO ideal | best found | lower bound | gap % | best valid bound | certified gap % |\n|---|---|---|---|---|---|---|---|---|"
     );
-    let bw = strs(&d.bounds, "workload")?;
-    let br = strs(&d.bounds, "resource")?;
+    let bw = d.bounds.strs("workload")?;
+    let br = d.bounds.strs("resource")?;
     let (lb, fh, fi, bf, gp) = (
-        f64s(&d.bounds, "lower_bound_h")?,
-        f64s(&d.bounds, "fifo_holding_h")?,
-        f64s(&d.bounds, "fifo_ideal_h")?,
-        f64s(&d.bounds, "best_found_h")?,
-        f64s(&d.bounds, "gap_pct")?,
+        d.bounds.f64s("lower_bound_h")?,
+        d.bounds.f64s("fifo_holding_h")?,
+        d.bounds.f64s("fifo_ideal_h")?,
+        d.bounds.f64s("best_found_h")?,
+        d.bounds.f64s("gap_pct")?,
     );
     let n_rows = bw.len();
-    let vb = f64s(&d.bounds, "best_bound_h").unwrap_or_else(|_| vec![None; n_rows]);
-    let cg = f64s(&d.bounds, "certified_gap_pct").unwrap_or_else(|_| vec![None; n_rows]);
+    let vb = d
+        .bounds
+        .f64s("best_bound_h")
+        .unwrap_or_else(|_| vec![None; n_rows]);
+    let cg = d
+        .bounds
+        .f64s("certified_gap_pct")
+        .unwrap_or_else(|_| vec![None; n_rows]);
     for i in 0..bw.len() {
         let _ = writeln!(
             md,
@@ -598,15 +601,10 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
             format!("{w}: cache blob lifetimes (best-cache schedule, 25 largest blobs)"),
             blob_lifetimes_svg(&format!("{w}: blob lifetimes, best cache"), &rows, horizon)?,
         ));
-        let tw = strs(&d.trace, "workload")?;
-        let to = strs(&d.trace, "objective")?;
-        let tc: Vec<Option<u64>> = d
-            .trace
-            .column("candidates_evaluated")?
-            .u64()?
-            .iter()
-            .collect();
-        let tb = f64s(&d.trace, "best_so_far_h")?;
+        let tw = d.trace.strs("workload")?;
+        let to = d.trace.strs("objective")?;
+        let tc = d.trace.u64s("candidates_evaluated")?;
+        let tb = d.trace.f64s("best_so_far_h")?;
         let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         for i in 0..tw.len() {
             if &tw[i] == w && (to[i] == "gpu" || to[i] == "cache") {
@@ -622,9 +620,9 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
             convergence_svg(&format!("{w}: best so far"), &lines)?,
         ));
         if let Some(p) = &d.pareto {
-            let pw = strs(p, "workload")?;
-            let pg = f64s(p, "gpu_ideal_h")?;
-            let pc = f64s(p, "cache_ideal_h")?;
+            let pw = p.strs("workload")?;
+            let pg = p.f64s("gpu_ideal_h")?;
+            let pc = p.f64s("cache_ideal_h")?;
             let pts: Vec<(f64, f64)> = (0..pw.len())
                 .filter(|&i| &pw[i] == w)
                 .filter_map(|i| Some((pg[i]?, pc[i]?)))
@@ -647,7 +645,6 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
             svg
         );
     }
-    let _ = d.attempts.height();
     let md_path = run.file("report.md");
     frames::atomic_write(&md_path, md.as_bytes())?;
     let html = format!(
@@ -732,9 +729,4 @@ fn md_to_html(md: &str) -> String {
         out.push_str("</ul>\n");
     }
     out
-}
-
-/// Where the report of a run directory is.
-pub fn report_path(run_dir: &Path) -> PathBuf {
-    run_dir.join("report.html")
 }

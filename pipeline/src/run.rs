@@ -41,7 +41,7 @@ pub struct RunSummary {
     pub run_dir: PathBuf,
     /// Each stage.
     pub stages: Vec<StageOutcome>,
-    /// Headline figures per workload.
+    /// Headline figures per workload (cohort counts from `audit.json`).
     pub workloads: BTreeMap<String, serde_json::Value>,
 }
 
@@ -95,7 +95,6 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     let started = chrono::Utc::now();
     let mut outcomes = Vec::new();
     let mut prior: BTreeMap<String, String> = BTreeMap::new();
-    let mut workloads = BTreeMap::new();
     for stage in STAGES {
         let fp = fingerprint(cfg, stage, &prior);
         let say = |msg: &str| {
@@ -117,18 +116,12 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
         }
         say("running");
         let spinner = stage_spinner(stage, opts.quiet);
-        let result = timed(|| run_stage(stage, cfg, opts, &mut workloads));
+        let result = timed(|| run_stage(stage, cfg, opts));
         if let Some(s) = spinner {
             s.finish_and_clear();
         }
         let (summary, seconds) = result?;
-        let mut names: Vec<String> = stage_outputs(stage).iter().map(|s| s.to_string()).collect();
-        if stage == "ingest" {
-            for a in &cfg.archives {
-                names.push(format!("store/sha256/{}", a.sha256));
-            }
-        }
-        let outputs = hash_outputs(&run, &names)?;
+        let outputs = hash_outputs(&run, &stage_outputs(stage, cfg))?;
         write_record(
             &run,
             &StageRecord {
@@ -149,14 +142,11 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     }
     provenance::write_provenance(cfg, &run)?;
     provenance::write_run_json(cfg, &run, started, &outcomes)?;
-    if workloads.is_empty() {
-        workloads = headline_from_files(&run);
-    }
     Ok(RunSummary {
         config: cfg.path.clone(),
         run_dir: cfg.run_dir.clone(),
         stages: outcomes,
-        workloads,
+        workloads: headline_from_files(&run),
     })
 }
 
@@ -176,12 +166,7 @@ fn stage_spinner(stage: &str, quiet: bool) -> Option<indicatif::ProgressBar> {
     Some(pb)
 }
 
-fn run_stage(
-    stage: &str,
-    cfg: &LoadedConfig,
-    opts: &RunOptions,
-    workloads: &mut BTreeMap<String, serde_json::Value>,
-) -> Result<String> {
+fn run_stage(stage: &str, cfg: &LoadedConfig, opts: &RunOptions) -> Result<String> {
     match stage {
         "ingest" => {
             let mut io = ingest::IngestOptions::from_process_env();
@@ -222,12 +207,6 @@ fn run_stage(
                 },
             )
             .context("replay failed")?;
-            for w in &r.workloads {
-                workloads.insert(
-                    w.workload.as_str().to_string(),
-                    serde_json::to_value(w.best_found)?,
-                );
-            }
             let parts: Vec<String> = r
                 .workloads
                 .iter()
@@ -283,27 +262,15 @@ pub fn summary_table(s: &RunSummary) -> Result<String> {
         );
     }
     let run = RunDir::new(&s.run_dir);
-    if let Ok(df) = frames::read_frame(
-        &run.file("bounds.parquet"),
-        "bounds",
-        model::run_dir::FRAME_SCHEMA_VERSION,
-    ) {
+    let bounds = run.file("bounds.parquet");
+    if let Ok(df) = frames::read_frame(&bounds, "bounds", model::run_dir::FRAME_SCHEMA_VERSION) {
+        // The table is a convenience: a column this build does not know shows as blanks.
         let col_s = |c: &str| -> Vec<String> {
-            df.column(c)
-                .ok()
-                .and_then(|x| {
-                    x.str()
-                        .ok()
-                        .map(|a| a.iter().map(|v| v.unwrap_or("").to_string()).collect())
-                })
+            frames::str_values(&df, &bounds, c)
+                .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
                 .unwrap_or_default()
         };
-        let col_f = |c: &str| -> Vec<Option<f64>> {
-            df.column(c)
-                .ok()
-                .and_then(|x| x.f64().ok().map(|a| a.iter().collect()))
-                .unwrap_or_default()
-        };
+        let col_f = |c: &str| frames::f64_values(&df, &bounds, c).unwrap_or_default();
         let (w, r) = (col_s("workload"), col_s("resource"));
         let (fh, fi, bf, lb, gp) = (
             col_f("fifo_holding_h"),

@@ -13,9 +13,22 @@ use std::time::Instant;
 /// The stages, in order.
 pub const STAGES: [&str; 4] = ["ingest", "audit", "replay", "report"];
 
-/// Outputs each stage writes (relative to the run directory). The store's blobs are added
-/// for ingest at run time.
-pub fn stage_outputs(stage: &str) -> Vec<&'static str> {
+/// Outputs each stage writes (relative to the run directory): for ingest, the ledger and
+/// the verified store's blob of every archive of the config.
+pub fn stage_outputs(stage: &str, cfg: &LoadedConfig) -> Vec<String> {
+    let mut names: Vec<String> = stage_files(stage).iter().map(|s| s.to_string()).collect();
+    if stage == "ingest" {
+        names.extend(
+            cfg.archives
+                .iter()
+                .map(|a| format!("store/sha256/{}", a.sha256)),
+        );
+    }
+    names
+}
+
+/// The files a stage writes besides the store.
+pub fn stage_files(stage: &str) -> Vec<&'static str> {
     match stage {
         "ingest" => vec!["ledger.parquet"],
         "audit" => vec![
@@ -52,13 +65,11 @@ pub struct StageRecord {
     pub outputs: BTreeMap<String, String>,
 }
 
-/// SHA256 of a file, streaming.
+/// SHA256 of a file, streaming (the same hashing ingest verifies with).
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut f =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut h = Sha256::new();
-    std::io::copy(&mut f, &mut h).with_context(|| format!("cannot read {}", path.display()))?;
-    Ok(hex::encode(h.finalize()))
+    let (sha, _bytes) =
+        ingest::sink::hash_file(path).with_context(|| format!("cannot read {}", path.display()))?;
+    Ok(sha)
 }
 
 fn record_path(run: &RunDir, stage: &str) -> PathBuf {
