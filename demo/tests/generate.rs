@@ -24,7 +24,9 @@ fn small_corpus_is_deterministic_and_has_expected_counts() {
     assert_eq!(d.flagged.len(), 1);
     let c = generate(tempfile::tempdir().unwrap().path(), Scale::Small, 8).unwrap();
     assert_ne!(c.archives[0].sha256, sa.archives[0].sha256);
-    let _: BTreeMap<String, u64> = t.clipping.clone();
+    // after_end, before_start, merged (pair + triple + touching), missing, orphan, outside
+    let clip: Vec<u64> = t.clipping.values().copied().collect();
+    assert_eq!(clip, vec![1, 1, 3, 1, 1, 2]);
 }
 
 /// Standard tools (`tar`, `gzip`, `zstd`) read every archive and find the same attempts.

@@ -1,26 +1,14 @@
 //! End to end: the small demo corpus through ingest, audit, replay and report; skipping,
 //! provenance, verification and tampering.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// The pipeline binary, built.
 fn pipeline_bin() -> PathBuf {
-    // The pipeline binary sits beside this test's deps directory.
-    let mut p = std::env::current_exe().unwrap();
-    p.pop();
-    if p.ends_with("deps") {
-        p.pop();
-    }
-    p.join("pipeline")
-}
-
-fn build_bin() {
-    // cargo builds workspace binaries only for their own package's tests; build it here.
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "pipeline", "--bin", "pipeline"])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    common::bin("pipeline")
 }
 
 fn demo(dir: &Path) -> PathBuf {
@@ -164,7 +152,6 @@ fn two_run_directories_give_identical_output_hashes() {
 
 #[test]
 fn cli_errors_are_one_line_with_exit_codes() {
-    build_bin();
     let d = tempfile::tempdir().unwrap();
     let cfg = demo(d.path());
     let text = std::fs::read_to_string(&cfg)
@@ -227,7 +214,6 @@ fn frames_open_in_pyarrow_with_the_documented_schema() {
 
 #[test]
 fn help_explains_each_stage_in_a_line() {
-    build_bin();
     let out = Command::new(pipeline_bin()).arg("--help").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);

@@ -1,23 +1,13 @@
 //! Crash consistency of the audit and replay outputs: a stage killed with SIGKILL at any
 //! moment never leaves a half-written frame under its final name, and a rerun completes.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::bin;
+
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-
-fn bin(name: &str) -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", name, "--bin", name])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let mut p = std::env::current_exe().unwrap();
-    p.pop();
-    if p.ends_with("deps") {
-        p.pop();
-    }
-    p.join(name)
-}
 
 /// Every file under its final name is complete: frames read back whole, JSON parses.
 fn assert_no_torn_outputs(run: &Path) {

@@ -2,24 +2,14 @@
 //! two ingests on one store at once both finish correctly, and secrets never leak into
 //! logs, errors, run facts, frames or the report.
 
+mod common;
+
+use common::bin;
+
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
-
-fn bin(name: &str) -> PathBuf {
-    let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", name, "--bin", name])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let mut p = std::env::current_exe().unwrap();
-    p.pop();
-    if p.ends_with("deps") {
-        p.pop();
-    }
-    p.join(name)
-}
 
 /// Deterministic pseudo-random bytes (xorshift), fast to make.
 fn big_file(path: &Path, mib: usize, seed: u64) -> (String, u64) {

@@ -1,0 +1,21 @@
+//! Shared helpers of the end-to-end tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Build a workspace binary (cargo builds them only for their own package's tests) and
+/// return its path beside this test's deps directory.
+pub fn bin(name: &str) -> PathBuf {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", name, "--bin", name])
+        .status()
+        .unwrap();
+    assert!(status.success(), "cargo build -p {name} failed");
+    let mut p = std::env::current_exe().unwrap();
+    p.pop();
+    if p.ends_with("deps") {
+        p.pop();
+    }
+    p.join(name)
+}
