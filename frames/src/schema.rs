@@ -126,7 +126,13 @@ impl FrameSpec {
                 p["items"] = json!({"type": "integer", "minimum": 0});
             }
             if !c.values.is_empty() {
-                p["enum"] = json!(c.values);
+                let mut allowed = json!(c.values);
+                if c.nullable
+                    && let Some(a) = allowed.as_array_mut()
+                {
+                    a.push(Value::Null);
+                }
+                p["enum"] = allowed;
             }
             if c.ty == ColumnType::DatetimeNs {
                 p["format"] = json!("date-time");

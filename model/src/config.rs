@@ -243,6 +243,45 @@ pub struct SearchConfig {
     /// Budgets (counts, never seconds).
     #[serde(default)]
     pub budget: SearchBudget,
+    /// The LP lower bounds solved with HiGHS (issue 7), with their budgets (counts).
+    #[serde(default)]
+    pub lp_bounds: LpBoundsConfig,
+}
+
+/// Budgets of the LP lower bounds (counts, never seconds). A bound whose budget runs out
+/// before column generation converges is still valid (each round's bound is certified by an
+/// exact pricing step), only weaker; `enabled: false` skips both LPs and the report says so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct LpBoundsConfig {
+    /// Solve the LP bounds at all.
+    pub enabled: bool,
+    /// Most column-generation rounds per LP and workload.
+    pub rounds: u32,
+    /// Most simplex iterations per solve of a restricted master LP.
+    pub simplex_iterations: u32,
+    /// Most branch-and-bound nodes per exact pricing MIP of the cache LP (a pricing step that
+    /// hits it certifies with the MIP's dual bound).
+    pub pricing_nodes: u32,
+    /// Most shared blobs the cache LP models jointly (the heaviest first: GiB x per-blob
+    /// bound); the others keep their per-blob bounds.
+    pub max_blobs: u32,
+    /// Fewest users a blob needs to enter the cache LP (a blob shared by a few attempts gains
+    /// little from it and splits the LP's classes).
+    pub min_users: u32,
+}
+
+impl Default for LpBoundsConfig {
+    fn default() -> Self {
+        LpBoundsConfig {
+            enabled: true,
+            rounds: 200,
+            simplex_iterations: 200_000,
+            pricing_nodes: 2_000,
+            max_blobs: 64,
+            min_users: 8,
+        }
+    }
 }
 
 /// Search budgets, all counts.

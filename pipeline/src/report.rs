@@ -34,6 +34,9 @@ impl Frame {
             .map(Option::unwrap_or_default)
             .collect())
     }
+    fn opt_strs(&self, c: &str) -> Result<Vec<Option<String>>> {
+        Ok(frames::str_values(&self.df, &self.path, c)?)
+    }
     fn f64s(&self, c: &str) -> Result<Vec<Option<f64>>> {
         Ok(frames::f64_values(&self.df, &self.path, c)?)
     }
@@ -525,7 +528,7 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
     // Bounds.
     let _ = writeln!(
         md,
-        "\n## Resource-hours\n\nHours: core-hours (CPU), GiB-hours (RAM, cache), GPU-hours. `lower bound` and `gap %` are SPEC 2.3's; `best valid bound` is the strongest bound of docs/BOUNDS.md, and `certified gap %` says how far the best found can be from optimal.\n\n| workload | resource | FIFO holding | FIFO ideal | best found | lower bound | gap % | best valid bound | certified gap % |\n|---|---|---|---|---|---|---|---|---|"
+        "\n## Resource-hours\n\nHours: core-hours (CPU), GiB-hours (RAM, cache), GPU-hours. `lower bound` and `gap %` are SPEC 2.3's; `best valid bound` is the strongest bound of docs/BOUNDS.md (the LP bounds included), and `certified gap %` says how far the best found can be from optimal. `LP bound` is the certified value of the HiGHS LP (GPU configuration LP, cache fluid LP) with how it ended: converged, budget exhausted (still valid, only weaker) or skipped.\n\n| workload | resource | FIFO holding | FIFO ideal | best found | lower bound | gap % | best valid bound | certified gap % | LP bound |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     let bw = d.bounds.strs("workload")?;
     let br = d.bounds.strs("resource")?;
@@ -545,10 +548,23 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
         .bounds
         .f64s("certified_gap_pct")
         .unwrap_or_else(|_| vec![None; n_rows]);
+    let lpb = d
+        .bounds
+        .f64s("lp_bound_h")
+        .unwrap_or_else(|_| vec![None; n_rows]);
+    let lps = d
+        .bounds
+        .opt_strs("lp_status")
+        .unwrap_or_else(|_| vec![None; n_rows]);
     for i in 0..bw.len() {
+        let lp = match (lpb[i], lps[i].as_deref()) {
+            (Some(v), Some(status)) => format!("{} ({})", fmt_h(Some(v)), status.replace('_', " ")),
+            (None, Some(status)) => status.replace('_', " "),
+            _ => "-".to_string(),
+        };
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             bw[i],
             br[i],
             fmt_h(fh[i]),
@@ -561,7 +577,8 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
             fmt_h(vb[i]),
             cg[i]
                 .map(|g| format!("{g:.2}"))
-                .unwrap_or_else(|| "-".into())
+                .unwrap_or_else(|| "-".into()),
+            lp
         );
     }
     let _ = writeln!(

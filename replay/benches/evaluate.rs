@@ -134,6 +134,18 @@ fn main() {
             max_removed: 3,
             late_acceptance: 64,
         };
+        // The chain's state build alone (a chain of no moves), best of 5.
+        let mut build = f64::INFINITY;
+        for _ in 0..5 {
+            let mut rng =
+                <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
+            let none = replay::lns::ChainParams { moves: 0, ..params };
+            let t = Instant::now();
+            std::hint::black_box(replay::lns::run_chain(
+                &g, &ctx, &e.starts, objective, none, &mut rng,
+            ));
+            build = build.min(t.elapsed().as_secs_f64());
+        }
         let mut rng =
             <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
         let t = Instant::now();
@@ -146,6 +158,11 @@ fn main() {
             secs / out.moves as f64 * 1e6,
             out.accepted,
             out.infeasible
+        );
+        println!(
+            "lns_move_{name}_us: {:.1} per move (state build {:.3} ms excluded)",
+            (secs - build) / out.moves as f64 * 1e6,
+            build * 1e3
         );
     }
     let order: Vec<u32> = (0..g.len() as u32).collect();
@@ -170,7 +187,10 @@ fn main() {
         e.makespan as f64 / 1e9
     );
 
-    // A whole search with the default budget.
+    // A whole search with the default budget (skipped when REPLAY_BENCH_SKIP_SEARCH is set).
+    if std::env::var_os("REPLAY_BENCH_SKIP_SEARCH").is_some() {
+        return;
+    }
     let budget = ReplayBudget::from_config(&model::config::SearchBudget::default());
     let all = std::thread::available_parallelism()
         .map(|n| n.get())

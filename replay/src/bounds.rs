@@ -140,6 +140,68 @@ fn union_len(mut v: Vec<(i64, i64)>) -> i64 {
     total + cur.map_or(0, |(s, e)| e - s)
 }
 
+/// The components of one blob's bound on the union of its users' lifetimes, ns.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct BlobBoundParts {
+    /// Machine bounds with `K'_b`.
+    pub machine: f64,
+    /// CPU energy bound over the users.
+    pub cpu_energy: f64,
+    /// RAM energy bound over the users.
+    pub ram_energy: f64,
+    /// Union of the users' compulsory parts.
+    pub compulsory: f64,
+}
+
+impl BlobBoundParts {
+    /// The largest component: a valid bound on the blob's union, ns.
+    pub fn best(&self) -> f64 {
+        self.machine
+            .max(self.cpu_energy)
+            .max(self.ram_energy)
+            .max(self.compulsory)
+    }
+}
+
+/// Attempts using each blob, by blob index.
+pub fn blob_users(g: &GridInstance) -> Vec<Vec<u32>> {
+    let mut users: Vec<Vec<u32>> = vec![Vec::new(); g.blob_bytes.len()];
+    for j in 0..g.len() {
+        for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
+            users[b as usize].push(j as u32);
+        }
+    }
+    users
+}
+
+/// Per blob, the bound components on the union of its users' lifetimes (ns; all zero for a
+/// blob nobody uses).
+pub fn blob_bound_parts(g: &GridInstance, deadline: i64) -> Vec<BlobBoundParts> {
+    blob_users(g)
+        .iter()
+        .map(|set| {
+            if set.is_empty() {
+                return BlobBoundParts::default();
+            }
+            let kb = k_prime(g, set);
+            let lens: Vec<(u32, i64)> = set.iter().map(|&j| (j, g.duration[j as usize])).collect();
+            let d: Vec<i64> = lens.iter().map(|x| x.1).collect();
+            let wc = max_feasible_load(&g.cores, set, kb, g.cap_cores);
+            let wm = max_feasible_load(&g.mem, set, kb, g.cap_mem);
+            let parts: Vec<(i64, i64)> = set
+                .iter()
+                .map(|&j| (deadline - g.duration[j as usize], g.duration[j as usize]))
+                .collect();
+            BlobBoundParts {
+                machine: machine_bound(&d, kb),
+                cpu_energy: energy_bound(&g.cores, &lens, wc),
+                ram_energy: energy_bound(&g.mem, &lens, wm),
+                compulsory: union_len(parts) as f64,
+            }
+        })
+        .collect()
+}
+
 /// The stronger bounds of a workload with deadline `deadline` (ns).
 pub fn strong_bounds(g: &GridInstance, gpus: u32, deadline: i64) -> StrongBounds {
     let n = g.len();
@@ -181,37 +243,16 @@ pub fn strong_bounds(g: &GridInstance, gpus: u32, deadline: i64) -> StrongBounds
     };
 
     // Cache: per blob, the users' lifetimes.
-    let mut users: Vec<Vec<u32>> = vec![Vec::new(); g.blob_bytes.len()];
-    for j in 0..n {
-        for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
-            users[b as usize].push(j as u32);
-        }
-    }
+    let per_blob = blob_bound_parts(g, deadline);
     let (mut c_machine, mut c_cpu, mut c_ram, mut c_comp, mut c_best) =
         (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
-    for (b, set) in users.iter().enumerate() {
-        if set.is_empty() {
-            continue;
-        }
+    for (b, parts) in per_blob.iter().enumerate() {
         let bytes = g.blob_bytes[b] as f64;
-        let kb = k_prime(g, set);
-        let lens: Vec<(u32, i64)> = set.iter().map(|&j| (j, g.duration[j as usize])).collect();
-        let d: Vec<i64> = lens.iter().map(|x| x.1).collect();
-        let m = machine_bound(&d, kb);
-        let wc = max_feasible_load(&g.cores, set, kb, g.cap_cores);
-        let wm = max_feasible_load(&g.mem, set, kb, g.cap_mem);
-        let ce = energy_bound(&g.cores, &lens, wc);
-        let re = energy_bound(&g.mem, &lens, wm);
-        let parts: Vec<(i64, i64)> = set
-            .iter()
-            .map(|&j| (deadline - g.duration[j as usize], g.duration[j as usize]))
-            .collect();
-        let cp = union_len(parts) as f64;
-        c_machine += bytes * m;
-        c_cpu += bytes * ce;
-        c_ram += bytes * re;
-        c_comp += bytes * cp;
-        c_best += bytes * m.max(ce).max(re).max(cp);
+        c_machine += bytes * parts.machine;
+        c_cpu += bytes * parts.cpu_energy;
+        c_ram += bytes * parts.ram_energy;
+        c_comp += bytes * parts.compulsory;
+        c_best += bytes * parts.best();
     }
     let ch = |byte_ns: f64| byte_ns / (model::GIB * 3.6e12);
     StrongBounds {

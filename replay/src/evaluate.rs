@@ -50,6 +50,8 @@ pub struct GridInstance {
     pub blob_first: Vec<usize>,
     /// Blob sizes, bytes.
     pub blob_bytes: Vec<u64>,
+    /// Longest duration, ns.
+    pub max_duration: i64,
 }
 
 impl GridInstance {
@@ -70,6 +72,7 @@ impl GridInstance {
             blob_ids: Vec::new(),
             blob_first: Vec::with_capacity(n + 1),
             blob_bytes: inst.blobs.iter().map(|b| b.compressed_bytes).collect(),
+            max_duration: 0,
         };
         for a in &inst.attempts {
             let d = to_ns(a.duration_s);
@@ -95,6 +98,7 @@ impl GridInstance {
         }
         g.request_first.push(g.request_start.len());
         g.blob_first.push(g.blob_ids.len());
+        g.max_duration = g.duration.iter().copied().max().unwrap_or(0);
         g
     }
 
@@ -162,10 +166,23 @@ pub struct Evaluation {
 pub struct Scratch {
     running: BinaryHeap<Reverse<(i64, u32)>>,
     start_order: Vec<u32>,
-    bucket_count: Vec<u32>,
-    sorted: Vec<(i64, i64)>,
+    ring: RingScratch,
+    order: Vec<u32>,
     blob_open: Vec<(i64, i64)>,
     blob_total: Vec<i64>,
+}
+
+/// The union sweep's ring of time buckets.
+#[derive(Debug, Default)]
+struct RingScratch {
+    /// `SLOT` intervals per ring slot.
+    slots: Vec<(i64, i64)>,
+    /// Intervals held in each slot.
+    fill: Vec<u32>,
+    /// A slot's intervals beyond `SLOT`.
+    spill: Vec<Vec<(i64, i64)>>,
+    /// A spilled bucket, gathered for sorting.
+    merged: Vec<(i64, i64)>,
 }
 
 impl Scratch {
@@ -233,8 +250,8 @@ pub fn list_schedule(
 /// Evaluate a plan exactly: its schedule, makespan, GPU union and cache byte-ns.
 pub fn evaluate(g: &GridInstance, plan: &Plan, scratch: &mut Scratch) -> Option<Evaluation> {
     let (starts, makespan) = list_schedule(g, plan, scratch)?;
-    let gpu_union = gpu_union(g, &starts, makespan, scratch);
     let order = std::mem::take(&mut scratch.start_order);
+    let gpu_union = gpu_union_in_order(g, &starts, &order, makespan, scratch);
     let cache_byte_ns = cache_byte_ns(g, &starts, &order, scratch);
     scratch.start_order = order;
     Some(Evaluation {
@@ -245,89 +262,195 @@ pub fn evaluate(g: &GridInstance, plan: &Plan, scratch: &mut Scratch) -> Option<
     })
 }
 
-/// Mean request intervals per bucket of the union sweep's counting sort.
-const INTERVALS_PER_BUCKET: usize = 4;
+/// Time buckets per request interval of the union sweep (mean occupancy 1/this).
+const BUCKETS_PER_INTERVAL: usize = 1;
 
-/// Union length (ns) of every request shifted by its attempt's start: a counting sort of the
-/// interval starts into monotone time buckets, then per bucket an exact insertion sort and
-/// the merge sweep. `makespan` must be at least every end.
+/// An interval that adds nothing to a [`UnionSweep`] (fills unused ring places).
+const SENTINEL: (i64, i64) = (i64::MAX / 4, i64::MIN / 4);
+
+/// The merge sweep of the union, branch-free: intervals arrive in start order, and each adds
+/// the part of it beyond the furthest end so far (`reach`). That is exact: every earlier
+/// interval starts no later, so their union beyond this start is `[start, reach)`.
+#[derive(Debug)]
+struct UnionSweep {
+    union: i64,
+    reach: i64,
+}
+
+impl Default for UnionSweep {
+    fn default() -> Self {
+        UnionSweep {
+            union: 0,
+            reach: i64::MIN / 4,
+        }
+    }
+}
+
+impl UnionSweep {
+    /// Merge the next interval (its start is the smallest not yet merged).
+    #[inline(always)]
+    fn add(&mut self, (s, e): (i64, i64)) {
+        self.union += (e - s.max(self.reach)).max(0);
+        self.reach = self.reach.max(e);
+    }
+
+    /// Merge four intervals in any order (a branch-free sorting network on the starts).
+    #[inline(always)]
+    fn add_four(&mut self, v: &[(i64, i64); 4]) {
+        #[inline(always)]
+        fn cas(a: (i64, i64), b: (i64, i64)) -> ((i64, i64), (i64, i64)) {
+            let swap = a.0 > b.0;
+            (
+                (if swap { b.0 } else { a.0 }, if swap { b.1 } else { a.1 }),
+                (if swap { a.0 } else { b.0 }, if swap { a.1 } else { b.1 }),
+            )
+        }
+        let (a, b) = cas(v[0], v[1]);
+        let (c, d) = cas(v[2], v[3]);
+        let (a, c) = cas(a, c);
+        let (b, d) = cas(b, d);
+        let (b, c) = cas(b, c);
+        self.add(a);
+        self.add(b);
+        self.add(c);
+        self.add(d);
+    }
+
+    /// The union length of everything merged.
+    fn total(&self) -> i64 {
+        self.union
+    }
+}
+
+/// Intervals a ring slot of the union sweep holds in place.
+const SLOT: usize = 4;
+
+/// Union length (ns) of every request shifted by its attempt's start, for any starts (sorts
+/// the attempts by start, then [`gpu_union_in_order`]). `makespan` must be at least every
+/// end.
 pub fn gpu_union(g: &GridInstance, starts: &[i64], makespan: i64, scratch: &mut Scratch) -> i64 {
+    let mut order = std::mem::take(&mut scratch.order);
+    order.clear();
+    order.extend(0..starts.len() as u32);
+    order.sort_unstable_by_key(|&j| (starts[j as usize], j));
+    let u = gpu_union_in_order(g, starts, &order, makespan, scratch);
+    scratch.order = order;
+    u
+}
+
+/// Union length (ns) of every request shifted by its attempt's start, sweeping attempts in
+/// `start_order` (nondecreasing start; every attempt once). Requests go into power-of-two
+/// time buckets (a shift is exactly monotone) held in a ring that spans one longest
+/// duration: once the sweep reaches an attempt starting at `s`, no later request can start
+/// before `s`, so every bucket before `s` is final and is sorted (exactly, in place) and
+/// merged into the running union, then reused. One pass over the requests, in a working set
+/// the size of the ring. `makespan` must be at least every end.
+pub fn gpu_union_in_order(
+    g: &GridInstance,
+    starts: &[i64],
+    start_order: &[u32],
+    makespan: i64,
+    scratch: &mut Scratch,
+) -> i64 {
     let total = g.request_count();
     if total == 0 {
         return 0;
     }
-    // Buckets of 2^shift ns, with about INTERVALS_PER_BUCKET intervals each on average: a
-    // shift is exactly monotone, so buckets in order hold the starts in order; exactness
-    // comes from the sort inside each bucket.
-    let target = total.div_ceil(INTERVALS_PER_BUCKET) as u64;
+    // Buckets of 2^shift ns, with about INTERVALS_PER_BUCKET intervals each on average.
+    let target = (total * BUCKETS_PER_INTERVAL) as u64;
     let span = makespan.max(1) as u64;
     let mut shift = 0u32;
     while (span >> shift) > target {
         shift += 1;
     }
-    let n_buckets = (span >> shift) as usize + 1;
-    let bucket_of = |x: i64| (x >> shift) as usize;
-    let counts = &mut scratch.bucket_count;
-    counts.clear();
-    counts.resize(n_buckets + 1, 0);
-    for (j, &s) in starts.iter().enumerate() {
-        for &r in &g.request_start[g.request_first[j]..g.request_first[j + 1]] {
-            counts[bucket_of(s + r) + 1] += 1;
+    // Live buckets lie in [s >> shift, (s + dmax) >> shift]: at most dmax >> shift, plus 2.
+    // Each ring slot holds SLOT intervals in place (unused places hold a sentinel that adds
+    // nothing); a bucket with more also uses its spill vector.
+    let ring_len = ((g.max_duration.max(0) >> shift) as usize + 2).next_power_of_two();
+    let mask = ring_len - 1;
+    let RingScratch {
+        slots,
+        fill,
+        spill,
+        merged,
+    } = &mut scratch.ring;
+    slots.clear();
+    slots.resize(ring_len * SLOT, SENTINEL);
+    fill.clear();
+    fill.resize(ring_len, 0);
+    if spill.len() < ring_len {
+        spill.resize_with(ring_len, Vec::new);
+    }
+    for v in spill.iter_mut() {
+        v.clear();
+    }
+    let mut acc = UnionSweep::default();
+    // Next bucket to flush (every bucket before it is merged).
+    let mut next = 0usize;
+    let flush_upto = |limit: usize,
+                      next: &mut usize,
+                      acc: &mut UnionSweep,
+                      slots: &mut [(i64, i64)],
+                      fill: &mut [u32],
+                      spill: &mut [Vec<(i64, i64)>],
+                      merged: &mut Vec<(i64, i64)>| {
+        while *next < limit {
+            let slot = *next & mask;
+            *next += 1;
+            let own: &mut [(i64, i64); SLOT] = (&mut slots[slot * SLOT..slot * SLOT + SLOT])
+                .try_into()
+                .expect("slot");
+            let n = fill[slot] as usize;
+            if n <= 1 {
+                acc.add(own[0]);
+                own[0] = SENTINEL;
+            } else if n <= SLOT {
+                acc.add_four(own);
+                *own = [SENTINEL; SLOT];
+            } else {
+                merged.clear();
+                merged.extend_from_slice(own);
+                merged.append(&mut spill[slot]);
+                merged.sort_unstable_by_key(|iv| iv.0);
+                for &iv in merged.iter() {
+                    acc.add(iv);
+                }
+                *own = [SENTINEL; SLOT];
+            }
+            fill[slot] = 0;
         }
-    }
-    for b in 1..=n_buckets {
-        counts[b] += counts[b - 1];
-    }
-    let sorted = &mut scratch.sorted;
-    if sorted.len() != total {
-        sorted.clear();
-        sorted.resize(total, (0, 0));
-    }
-    for (j, &s) in starts.iter().enumerate() {
+    };
+    for &j in start_order {
+        let j = j as usize;
+        let s = starts[j];
+        flush_upto(
+            (s >> shift) as usize,
+            &mut next,
+            &mut acc,
+            slots,
+            fill,
+            spill,
+            merged,
+        );
         let range = g.request_first[j]..g.request_first[j + 1];
         for (&r0, &r1) in g.request_start[range.clone()]
             .iter()
             .zip(&g.request_end[range])
         {
-            let b = bucket_of(s + r0);
-            sorted[counts[b] as usize] = (s + r0, s + r1);
-            counts[b] += 1;
-        }
-    }
-    // After the scatter, counts[b] is the end of bucket b (and the start of bucket b + 1).
-    let mut union = 0i64;
-    let (mut cur_s, mut cur_e) = (i64::MIN, i64::MIN);
-    let mut lo = 0usize;
-    for &hi in counts.iter().take(n_buckets) {
-        let hi = hi as usize;
-        let bucket = &mut sorted[lo..hi];
-        if bucket.len() <= 24 {
-            for i in 1..bucket.len() {
-                let x = bucket[i];
-                let mut k = i;
-                while k > 0 && bucket[k - 1].0 > x.0 {
-                    bucket[k] = bucket[k - 1];
-                    k -= 1;
-                }
-                bucket[k] = x;
-            }
-        } else {
-            bucket.sort_unstable_by_key(|iv| iv.0);
-        }
-        for &(s, e) in bucket.iter() {
-            if s > cur_e {
-                if cur_e != i64::MIN {
-                    union += cur_e - cur_s;
-                }
-                cur_s = s;
-                cur_e = e;
-            } else if e > cur_e {
-                cur_e = e;
+            let x = s + r0;
+            let slot = (x >> shift) as usize & mask;
+            let n = fill[slot] as usize;
+            fill[slot] += 1;
+            if n < SLOT {
+                slots[slot * SLOT + n] = (x, s + r1);
+            } else {
+                spill[slot].push((x, s + r1));
             }
         }
-        lo = hi;
     }
-    union + (cur_e - cur_s)
+    let last = (span >> shift) as usize + 2;
+    flush_upto(last, &mut next, &mut acc, slots, fill, spill, merged);
+    acc.total()
 }
 
 /// `sum_b bytes_b * u(lifetimes of the attempts using b)` in byte-ns, sweeping attempts in

@@ -12,7 +12,9 @@ pub mod error;
 pub mod evaluate;
 pub mod input;
 pub mod lns;
+pub mod lp;
 pub mod output;
+pub mod profile;
 pub mod schemas;
 pub mod search;
 pub mod synthetic;
@@ -98,7 +100,10 @@ pub struct WorkloadReport {
     pub lower_bounds: ResourceHours,
     /// The stronger bounds of issue 7 with their components.
     pub strong_bounds: bounds::StrongBounds,
-    /// Best valid lower bound per resource: the larger of the seed's and the stronger one.
+    /// The LP bounds of issue 7 (HiGHS), or why they were skipped.
+    pub lp_bounds: lp::LpBounds,
+    /// Best valid lower bound per resource: the largest of the seed's, the stronger ones and
+    /// the LP bounds.
     pub best_bounds: ResourceHours,
     /// FIFO holding values.
     pub fifo_holding: ResourceHours,
@@ -186,7 +191,7 @@ fn replay_with_pool(
     let mut failures = Vec::new();
     for inst in &input.workloads {
         let t0 = Instant::now();
-        let (report, mut f) = replay_workload(inst, &budget, &mut shared, pool)?;
+        let (report, mut f) = replay_workload(inst, &budget, &search.lp_bounds, &mut shared, pool)?;
         failures.append(&mut f);
         workloads.push(report);
         timings
@@ -208,6 +213,7 @@ fn replay_with_pool(
 fn replay_workload(
     inst: &WorkloadInstance,
     budget: &ReplayBudget,
+    lp_config: &model::config::LpBoundsConfig,
     shared: &mut ChaCha8Rng,
     pool: &rayon::ThreadPool,
 ) -> Result<(WorkloadReport, Vec<ScheduleFailure>), ReplayError> {
@@ -242,11 +248,25 @@ fn replay_workload(
     let deadline_s = evaluate::ns_to_s(deadline_ns);
     let lower_bounds = accounting::lower_bounds(&g, gpus);
     let strong_bounds = bounds::strong_bounds(&g, gpus, deadline_ns);
+    let lp_bounds = lp::lp_bounds(
+        &g,
+        gpus,
+        deadline_ns,
+        &bounds::blob_bound_parts(&g, deadline_ns),
+        &outcome.fifo.eval.starts,
+        lp_config,
+    );
     let best_bounds = ResourceHours {
         cpu: lower_bounds.cpu,
         ram: lower_bounds.ram,
-        gpu: lower_bounds.gpu.max(strong_bounds.gpu.best),
-        cache: lower_bounds.cache.max(strong_bounds.cache.best),
+        gpu: lower_bounds
+            .gpu
+            .max(strong_bounds.gpu.best)
+            .max(lp_bounds.gpu.bound_h.unwrap_or(0.0)),
+        cache: lower_bounds
+            .cache
+            .max(strong_bounds.cache.best)
+            .max(lp_bounds.cache.bound_h.unwrap_or(0.0)),
     };
     let fifo_holding = accounting::holding_hours(&g, gpus, &outcome.fifo.eval);
     let fifo_ideal = accounting::ideal_hours(&g, gpus, &outcome.fifo.eval);
@@ -331,6 +351,7 @@ fn replay_workload(
             deadline_s,
             lower_bounds,
             strong_bounds,
+            lp_bounds,
             best_bounds,
             fifo_holding,
             fifo_ideal,

@@ -9,9 +9,11 @@
 //! its uncovered request time (its requests are disjoint) and, per blob, by its uncovered
 //! lifetime, computed with prefix sums of the covered time of the others.
 
-use crate::evaluate::GridInstance;
+use crate::evaluate::{GridInstance, Scratch, cache_byte_ns, gpu_union, start_order_of};
+use crate::profile::{StepProfile, Use};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::RngCore;
+use std::collections::BTreeSet;
 
 /// Most jumps of a feasible-start search from one candidate start (a candidate whose
 /// search needs more is dropped; the attempt's old start always remains a candidate).
@@ -110,8 +112,8 @@ impl LnsContext {
     }
 }
 
-/// A bucket of the request cover index: pieces of requests clipped to the bucket, and (when
-/// clean) their merged union with prefix sums.
+/// A bucket of the request cover index: the placed requests' pieces clipped to it, sorted,
+/// and (when clean) their merged union with prefix sums of its lengths.
 #[derive(Debug, Clone, Default)]
 struct Bucket {
     pieces: Vec<(i64, i64, u32)>,
@@ -125,7 +127,6 @@ impl Bucket {
         if !self.dirty {
             return;
         }
-        self.pieces.sort_unstable();
         self.merged.clear();
         self.prefix.clear();
         for &(s, e, _) in &self.pieces {
@@ -156,34 +157,87 @@ impl Bucket {
     }
 }
 
-/// The chain's state: starts plus indexes of the placed attempts.
+/// The chain's state: starts plus indexes of the placed attempts, all kept between moves.
 #[derive(Debug, Clone)]
 struct StartState {
     starts: Vec<i64>,
-    /// Placed lifetimes sorted by (start, attempt).
-    life: Vec<(i64, i64, u32)>,
-    /// Per blob, its placed users' lifetimes sorted by (start, attempt).
+    /// Placed lifetimes, (start, end, attempt).
+    life: BTreeSet<(i64, i64, u32)>,
+    /// Placed (end, attempt).
+    by_end: BTreeSet<(i64, u32)>,
+    /// Per blob, its placed users' lifetimes sorted by (start, end, attempt).
     blob_life: Vec<Vec<(i64, i64, u32)>>,
+    /// The request cover index: per time bucket, the placed requests' pieces clipped to it.
     buckets: Vec<Bucket>,
+    /// Running count, cores and memory over time.
+    profile: StepProfile,
     gpu_union: i64,
     cache_byte_ns: u128,
 }
 
 impl StartState {
-    fn new(g: &GridInstance, ctx: &LnsContext, starts: &[i64]) -> Self {
-        let n_buckets = (ctx.deadline.max(0) >> ctx.shift) as usize + 1;
-        let mut st = StartState {
-            starts: starts.to_vec(),
-            life: Vec::with_capacity(g.len()),
-            blob_life: vec![Vec::new(); g.blob_bytes.len()],
+    fn empty(g: &GridInstance, ctx: &LnsContext, with_covers: bool) -> Self {
+        let n_buckets = if with_covers {
+            (ctx.deadline.max(0) >> ctx.shift) as usize + 1
+        } else {
+            0
+        };
+        let mean = if g.is_empty() {
+            1
+        } else {
+            g.duration.iter().sum::<i64>() / g.len() as i64
+        };
+        StartState {
+            starts: vec![0; g.len()],
+            life: BTreeSet::new(),
+            by_end: BTreeSet::new(),
+            blob_life: if with_covers {
+                vec![Vec::new(); g.blob_bytes.len()]
+            } else {
+                Vec::new()
+            },
             buckets: vec![Bucket::default(); n_buckets],
+            profile: StepProfile::new(mean),
             gpu_union: 0,
             cache_byte_ns: 0,
-        };
-        for (j, &s) in starts.iter().enumerate() {
-            st.insert(g, ctx, j as u32, s);
         }
+    }
+
+    /// The state of a whole schedule; its objective values come from the evaluator's sweeps
+    /// (equal, exactly, to inserting the attempts one by one).
+    fn new(g: &GridInstance, ctx: &LnsContext, starts: &[i64]) -> Self {
+        let mut st = StartState::empty(g, ctx, true);
+        for (j, &s) in starts.iter().enumerate() {
+            st.place_unsorted(g, ctx, j as u32, s);
+        }
+        for list in &mut st.blob_life {
+            list.sort_unstable();
+        }
+        for bucket in &mut st.buckets {
+            bucket.pieces.sort_unstable();
+            bucket.dirty = true;
+            bucket.clean();
+        }
+        let makespan = starts
+            .iter()
+            .zip(&g.duration)
+            .map(|(s, d)| s + d)
+            .max()
+            .unwrap_or(0);
+        let mut scratch = Scratch::new();
+        st.gpu_union = gpu_union(g, starts, makespan, &mut scratch);
+        let order = start_order_of(starts);
+        st.cache_byte_ns = cache_byte_ns(g, starts, &order, &mut scratch);
         st
+    }
+
+    fn use_of(g: &GridInstance, j: u32) -> Use {
+        let j = j as usize;
+        [1, g.cores[j], g.mem[j]]
+    }
+
+    fn caps(g: &GridInstance) -> Use {
+        [g.concurrency, g.cap_cores, g.cap_mem]
     }
 
     fn request_pieces(
@@ -191,7 +245,7 @@ impl StartState {
         ctx: &LnsContext,
         j: u32,
         s: i64,
-        mut f: impl FnMut(usize, i64, i64),
+        mut f: impl FnMut(usize, i64, i64) -> bool,
     ) {
         let j = j as usize;
         for k in g.request_first[j]..g.request_first[j + 1] {
@@ -200,7 +254,9 @@ impl StartState {
             loop {
                 let lo = (b as i64) << ctx.shift;
                 let hi = ((b as i64) + 1) << ctx.shift;
-                f(b, x.max(lo), y.min(hi));
+                if !f(b, x.max(lo), y.min(hi)) {
+                    return;
+                }
                 if y <= hi {
                     break;
                 }
@@ -209,20 +265,45 @@ impl StartState {
         }
     }
 
-    /// Request time of `j` at start `s` not covered by the placed attempts' requests.
-    fn gpu_uncovered(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> i64 {
+    /// Request time of `j` at start `s` not covered by the placed attempts' requests, or
+    /// `None` as soon as it exceeds `bound`.
+    fn gpu_uncovered_within(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        s: i64,
+        bound: i64,
+    ) -> Option<i64> {
         let mut unc = 0i64;
-        let buckets = &mut self.buckets;
+        let buckets = &self.buckets;
+        let mut within = true;
         Self::request_pieces(g, ctx, j, s, |b, x, y| {
-            let bucket = &mut buckets[b];
-            bucket.clean();
+            let bucket = &buckets[b];
+            debug_assert!(!bucket.dirty);
             unc += (y - x) - (bucket.covered_before(y) - bucket.covered_before(x));
+            within = unc <= bound;
+            within
         });
-        unc
+        within.then_some(unc)
     }
 
-    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs.
-    fn cache_uncovered(&self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> u128 {
+    /// Request time of `j` at start `s` not covered by the placed attempts' requests.
+    fn gpu_uncovered(&self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> i64 {
+        self.gpu_uncovered_within(g, ctx, j, s, i64::MAX)
+            .unwrap_or(i64::MAX)
+    }
+
+    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs,
+    /// or `None` as soon as it exceeds `bound`.
+    fn cache_uncovered_within(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        s: i64,
+        bound: u128,
+    ) -> Option<u128> {
         let ju = j as usize;
         let (x, y) = (s, s + g.duration[ju]);
         let mut total = 0u128;
@@ -242,151 +323,134 @@ impl StartState {
                 }
             }
             total += u128::from(g.blob_bytes[b as usize]) * (y - x - covered) as u128;
+            if total > bound {
+                return None;
+            }
         }
-        total
+        Some(total)
     }
 
-    fn insert(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
-        self.gpu_union += self.gpu_uncovered(g, ctx, j, s);
-        self.cache_byte_ns += self.cache_uncovered(g, ctx, j, s);
+    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs.
+    fn cache_uncovered(&self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> u128 {
+        self.cache_uncovered_within(g, ctx, j, s, u128::MAX)
+            .unwrap_or(u128::MAX)
+    }
+
+    /// [`StartState::place`] for a bulk build: blob lists and cover pieces are appended
+    /// (the caller sorts them).
+    fn place_unsorted(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
         let ju = j as usize;
         let e = s + g.duration[ju];
         self.starts[ju] = s;
-        let key = (s, e, j);
-        let pos = self.life.partition_point(|p| *p < key);
-        self.life.insert(pos, key);
+        self.life.insert((s, e, j));
+        self.by_end.insert((e, j));
+        if e > s {
+            self.profile.insert(j, s, e, Self::use_of(g, j));
+        }
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let list = &mut self.blob_life[b as usize];
-            let pos = list.partition_point(|p| *p < key);
-            list.insert(pos, key);
+            self.blob_life[b as usize].push((s, e, j));
         }
         let buckets = &mut self.buckets;
         Self::request_pieces(g, ctx, j, s, |b, x, y| {
             buckets[b].pieces.push((x, y, j));
-            buckets[b].dirty = true;
+            true
         });
     }
 
-    fn remove(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32) {
+    /// Add `j` at `s` to the indexes (not to the objective values).
+    fn place(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        self.starts[ju] = s;
+        self.life.insert((s, e, j));
+        self.by_end.insert((e, j));
+        if e > s {
+            self.profile.insert(j, s, e, Self::use_of(g, j));
+        }
+        let key = (s, e, j);
+        if !self.blob_life.is_empty() {
+            for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+                let list = &mut self.blob_life[b as usize];
+                let pos = list.partition_point(|p| *p < key);
+                list.insert(pos, key);
+            }
+        }
+        if !self.buckets.is_empty() {
+            let buckets = &mut self.buckets;
+            Self::request_pieces(g, ctx, j, s, |b, x, y| {
+                let piece = (x, y, j);
+                let list = &mut buckets[b].pieces;
+                let pos = list.partition_point(|p| *p < piece);
+                list.insert(pos, piece);
+                buckets[b].dirty = true;
+                true
+            });
+        }
+    }
+
+    /// Take `j` (placed at `self.starts[j]`) out of the indexes.
+    fn unplace(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32) {
         let ju = j as usize;
         let s = self.starts[ju];
-        let key = (s, s + g.duration[ju], j);
-        if let Ok(pos) = self.life.binary_search(&key) {
-            self.life.remove(pos);
+        let e = s + g.duration[ju];
+        self.life.remove(&(s, e, j));
+        self.by_end.remove(&(e, j));
+        if e > s {
+            self.profile.remove(j, s, e, Self::use_of(g, j));
         }
-        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let list = &mut self.blob_life[b as usize];
-            if let Ok(pos) = list.binary_search(&key) {
-                list.remove(pos);
+        let key = (s, e, j);
+        if !self.blob_life.is_empty() {
+            for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+                let list = &mut self.blob_life[b as usize];
+                if let Ok(pos) = list.binary_search(&key) {
+                    list.remove(pos);
+                }
             }
         }
+        if !self.buckets.is_empty() {
+            let buckets = &mut self.buckets;
+            Self::request_pieces(g, ctx, j, s, |b, x, y| {
+                let list = &mut buckets[b].pieces;
+                if let Ok(pos) = list.binary_search(&(x, y, j)) {
+                    list.remove(pos);
+                }
+                buckets[b].dirty = true;
+                true
+            });
+        }
+    }
+
+    /// Clean the cover buckets that `j`'s requests at `s` touch (before querying them).
+    fn prepare(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
         let buckets = &mut self.buckets;
         Self::request_pieces(g, ctx, j, s, |b, _, _| {
-            let bucket = &mut buckets[b];
-            if bucket.pieces.iter().any(|p| p.2 == j) {
-                bucket.pieces.retain(|p| p.2 != j);
-                bucket.dirty = true;
-            }
+            buckets[b].clean();
+            true
         });
+    }
+
+    fn insert(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
+        self.prepare(g, ctx, j, s);
+        self.gpu_union += self.gpu_uncovered(g, ctx, j, s);
+        self.cache_byte_ns += self.cache_uncovered(g, ctx, j, s);
+        self.place(g, ctx, j, s);
+    }
+
+    fn remove(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32) {
+        let s = self.starts[j as usize];
+        self.unplace(g, ctx, j);
+        self.prepare(g, ctx, j, s);
         self.gpu_union -= self.gpu_uncovered(g, ctx, j, s);
         self.cache_byte_ns -= self.cache_uncovered(g, ctx, j, s);
     }
 
     /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
     /// next to the placed attempts, with the earliest end (forward) or latest start
-    /// (backward) among the attempts running then. A violation can only begin at `s` or
-    /// where a placed attempt starts, so one sweep over the overlapping attempts decides.
-    fn violation(
-        &self,
-        g: &GridInstance,
-        ctx: &LnsContext,
-        j: u32,
-        s: i64,
-        forward: bool,
-    ) -> Option<i64> {
-        let ju = j as usize;
-        let e = s + g.duration[ju];
-        if e <= s {
-            return None;
-        }
-        let lo = self.life.partition_point(|p| p.0 < s - ctx.dmax);
-        let ov: Vec<(i64, i64, u32)> = self.life[lo..]
-            .iter()
-            .take_while(|p| p.0 < e)
-            .filter(|p| p.1 > s)
-            .copied()
-            .collect();
-        let mut ends: Vec<(i64, usize)> = ov
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.1 < e)
-            .map(|(i, p)| (p.1, i))
-            .collect();
-        ends.sort_unstable();
-        let mut active = vec![false; ov.len()];
-        let (mut n, mut c, mut m) = (1i64, g.cores[ju], g.mem[ju]);
-        let over = |n: i64, c: i64, m: i64| n > g.concurrency || c > g.cap_cores || m > g.cap_mem;
-        let mut next = 0usize;
-        while next < ov.len() && ov[next].0 <= s {
-            let q = ov[next].2 as usize;
-            active[next] = true;
-            n += 1;
-            c += g.cores[q];
-            m += g.mem[q];
-            next += 1;
-        }
-        let min_end = |active: &[bool]| {
-            ov.iter()
-                .zip(active)
-                .filter(|(_, a)| **a)
-                .map(|(p, _)| p.1)
-                .min()
-                .unwrap_or(e)
-        };
-        let mut last: Option<i64> = None;
-        if over(n, c, m) {
-            if forward {
-                return Some(min_end(&active));
-            }
-            last = Some(
-                ov.iter()
-                    .zip(&active)
-                    .filter(|(_, a)| **a)
-                    .map(|(p, _)| p.0)
-                    .max()
-                    .unwrap_or(s),
-            );
-        }
-        let mut end_ptr = 0usize;
-        while next < ov.len() {
-            let t = ov[next].0;
-            while end_ptr < ends.len() && ends[end_ptr].0 <= t {
-                let i = ends[end_ptr].1;
-                if active[i] {
-                    active[i] = false;
-                    let q = ov[i].2 as usize;
-                    n -= 1;
-                    c -= g.cores[q];
-                    m -= g.mem[q];
-                }
-                end_ptr += 1;
-            }
-            while next < ov.len() && ov[next].0 == t {
-                let q = ov[next].2 as usize;
-                active[next] = true;
-                n += 1;
-                c += g.cores[q];
-                m += g.mem[q];
-                next += 1;
-            }
-            if over(n, c, m) {
-                if forward {
-                    return Some(min_end(&active));
-                }
-                last = Some(t);
-            }
-        }
-        last
+    /// (backward) among the attempts running then (see [`StepProfile::violation`]).
+    fn violation(&self, g: &GridInstance, j: u32, s: i64, forward: bool) -> Option<i64> {
+        let e = s + g.duration[j as usize];
+        self.profile
+            .violation(s, e, Self::use_of(g, j), Self::caps(g), forward)
     }
 
     /// First-fit placement of `j`: the earliest feasible start at or after `hint`, else
@@ -399,12 +463,12 @@ impl StartState {
             if s > latest {
                 return None;
             }
-            match self.violation(g, ctx, j, s, true) {
+            match self.violation(g, j, s, true) {
                 None => return Some(s),
                 Some(next) => s = next,
             }
         }
-        let after = self.life.iter().map(|p| p.1).max().unwrap_or(0).max(s);
+        let after = self.by_end.last().map_or(0, |p| p.0).max(s);
         (after <= latest).then_some(after)
     }
 
@@ -425,7 +489,7 @@ impl StartState {
         }
         let mut s = s.clamp(0, latest);
         for _ in 0..FEASIBLE_STEPS {
-            match self.violation(g, ctx, j, s, forward) {
+            match self.violation(g, j, s, forward) {
                 None => return Some(s),
                 Some(next) => {
                     s = if forward { next } else { next - d };
@@ -505,6 +569,25 @@ fn reinsert(
     objective: Objective,
     rng: &mut ChaCha8Rng,
 ) -> bool {
+    match best_start(g, ctx, st, j, old, objective, rng) {
+        Some(s) => {
+            st.insert(g, ctx, j, s);
+            true
+        }
+        None => false,
+    }
+}
+
+/// The best feasible start of `j` (removed) among its candidate starts.
+fn best_start(
+    g: &GridInstance,
+    ctx: &LnsContext,
+    st: &mut StartState,
+    j: u32,
+    old: i64,
+    objective: Objective,
+    rng: &mut ChaCha8Rng,
+) -> Option<i64> {
     let mut cands = candidate_starts(g, ctx, st, j, old, objective, rng);
     cands.sort_unstable();
     cands.dedup();
@@ -518,25 +601,43 @@ fn reinsert(
     }
     tried.sort_unstable();
     tried.dedup();
-    // (primary, secondary, end, start): smallest wins.
-    let mut best: Option<(u128, u128, i64, i64)> = None;
-    for s in tried {
-        let gpu = st.gpu_uncovered(g, ctx, j, s) as u128;
-        let cache = st.cache_uncovered(g, ctx, j, s);
-        let key = match objective {
-            Objective::Gpu => (gpu, cache, s + g.duration[j as usize], s),
-            Objective::Cache => (cache, gpu, s + g.duration[j as usize], s),
-        };
-        if best.is_none_or(|b| key < b) {
-            best = Some(key);
+    for &s in &tried {
+        st.prepare(g, ctx, j, s);
+    }
+    let st = &*st;
+    // Smallest (primary, secondary, end, start) wins; the end and start order as the start.
+    // The primary objective is computed for every start (abandoned once above the best so
+    // far), the secondary only for the starts that tie on the primary: the same winner as
+    // computing both everywhere.
+    let primary = |s: i64, bound: u128| -> Option<u128> {
+        match objective {
+            Objective::Gpu => st
+                .gpu_uncovered_within(g, ctx, j, s, i64::try_from(bound).unwrap_or(i64::MAX))
+                .map(|v| v as u128),
+            Objective::Cache => st.cache_uncovered_within(g, ctx, j, s, bound),
+        }
+    };
+    let secondary = |s: i64| -> u128 {
+        match objective {
+            Objective::Gpu => st.cache_uncovered(g, ctx, j, s),
+            Objective::Cache => st.gpu_uncovered(g, ctx, j, s) as u128,
+        }
+    };
+    let mut best_primary = u128::MAX;
+    let mut ties: Vec<i64> = Vec::new();
+    for &s in &tried {
+        if let Some(p) = primary(s, best_primary) {
+            if p < best_primary {
+                best_primary = p;
+                ties.clear();
+            }
+            ties.push(s);
         }
     }
-    match best {
-        Some((_, _, _, s)) => {
-            st.insert(g, ctx, j, s);
-            true
-        }
-        None => false,
+    if ties.len() <= 1 {
+        ties.first().copied()
+    } else {
+        ties.iter().map(|&s| (secondary(s), s)).min().map(|x| x.1)
     }
 }
 
@@ -588,17 +689,16 @@ fn removal_set(
                 st.starts[a as usize] + g.duration[a as usize],
             );
             st.life
-                .iter()
-                .filter(|p| p.0 < e && p.1 > s)
+                .range((s - ctx.dmax, i64::MIN, 0)..)
+                .take_while(|p| p.0 < e)
+                .filter(|p| p.1 > s)
                 .map(|p| p.2)
                 .collect()
         }
         _ => {
             // From the tail: the latest-ending attempts.
             let tail = (2 * g.concurrency.max(1) as usize).min(st.life.len());
-            let mut by_end: Vec<(i64, u32)> = st.life.iter().map(|p| (p.1, p.2)).collect();
-            by_end.sort_unstable_by(|x, y| y.cmp(x));
-            let pick: Vec<u32> = by_end[..tail].iter().map(|x| x.1).collect();
+            let pick: Vec<u32> = st.by_end.iter().rev().take(tail).map(|x| x.1).collect();
             set[0] = pick[below(rng, pick.len() as u64) as usize];
             pick
         }
@@ -644,21 +744,11 @@ fn archive_add(archive: &mut Vec<ChainPoint>, st: &StartState, at: u64) {
 /// starts one longest duration before the previous attempt's start. `None` when an attempt
 /// cannot end by D.
 pub fn first_fit_schedule(g: &GridInstance, ctx: &LnsContext, order: &[u32]) -> Option<Vec<i64>> {
-    let mut st = StartState {
-        starts: vec![0; g.len()],
-        life: Vec::with_capacity(g.len()),
-        blob_life: vec![Vec::new(); g.blob_bytes.len()],
-        buckets: Vec::new(),
-        gpu_union: 0,
-        cache_byte_ns: 0,
-    };
+    let mut st = StartState::empty(g, ctx, false);
     let mut prev = 0i64;
     for &j in order {
         let s = st.first_fit(g, ctx, j, prev - ctx.dmax)?;
-        st.starts[j as usize] = s;
-        let key = (s, s + g.duration[j as usize], j);
-        let pos = st.life.partition_point(|p| *p < key);
-        st.life.insert(pos, key);
+        st.place(g, ctx, j, s);
         prev = s;
     }
     Some(st.starts)
@@ -736,7 +826,7 @@ pub fn run_chain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::{Plan, Scratch, cache_byte_ns, evaluate, gpu_union, start_order_of};
+    use crate::evaluate::{Plan, evaluate};
     use crate::synthetic::{SyntheticShape, synthetic_instance};
     use rand_chacha::rand_core::SeedableRng;
 

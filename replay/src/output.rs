@@ -120,8 +120,16 @@ pub fn write_outputs(
     let (mut w, mut r, mut lb, mut hold, mut fi, mut best, mut gap) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
     let (mut bb, mut cgap) = (vec![], vec![]);
+    let (mut lpb, mut lps): (Vec<Option<f64>>, Vec<Option<&str>>) = (vec![], vec![]);
     for wr in &report.workloads {
         for res in crate::Resource::ALL {
+            let lp = match res {
+                crate::Resource::Gpu => Some(&wr.lp_bounds.gpu),
+                crate::Resource::Cache => Some(&wr.lp_bounds.cache),
+                _ => None,
+            };
+            lpb.push(lp.and_then(|b| b.bound_h));
+            lps.push(lp.map(|b| b.status.as_str()));
             let l = wr.lower_bounds.get(res);
             let b = wr.best_found.get(res);
             w.push(wr.workload.as_str());
@@ -154,6 +162,8 @@ pub fn write_outputs(
         "gap_pct" => gap,
         "best_bound_h" => bb,
         "certified_gap_pct" => cgap,
+        "lp_bound_h" => lpb,
+        "lp_status" => lps,
     )
     .map_err(polars_err(BOUNDS.name))?;
     let p = dir.file(&file_of(&BOUNDS));
@@ -253,6 +263,7 @@ pub fn write_outputs(
                 "deadline_s": wr.deadline_s,
                 "lower_bounds_h": wr.lower_bounds,
                 "strong_bounds_h": wr.strong_bounds,
+                "lp_bounds_h": wr.lp_bounds,
                 "best_bounds_h": wr.best_bounds,
                 "fifo_holding_h": wr.fifo_holding,
                 "fifo_ideal_h": wr.fifo_ideal,

@@ -1,7 +1,7 @@
 //! The column contracts of the replay's frames (declared with `frames::schema`, rendered
 //! into `schemas/` by `pipeline schemas`, checked on write).
 
-use frames::schema::{ColumnType::*, FrameSpec, col, col_in};
+use frames::schema::{ColumnSpec, ColumnType::*, FrameSpec, col, col_in};
 use model::run_dir::FRAME_SCHEMA_VERSION;
 
 const WORKLOADS: &[&str] = &["tmax", "deepswe"];
@@ -14,6 +14,7 @@ pub const SCHEDULE_NAMES: &[&str] = &[
     "best_joint",
 ];
 const RESOURCES: &[&str] = &["cpu", "ram", "gpu", "cache"];
+const LP_STATUSES: &[&str] = &["converged", "budget_exhausted", "skipped"];
 const OBJECTIVES: &[&str] = &["gpu", "cache", "makespan"];
 const FAMILIES: &[&str] = &[
     "priority_order",
@@ -91,6 +92,19 @@ pub const BOUNDS: FrameSpec = FrameSpec {
             true,
             "(best_found_h / best_bound_h - 1) * 100: how far above optimal the best found can be at most; null when the bound is 0.",
         ),
+        col(
+            "lp_bound_h",
+            F64,
+            true,
+            "The certified LP bound of docs/BOUNDS.md (HiGHS: GPU configuration LP, cache fluid LP), hours; also counted in best_bound_h. Null for CPU/RAM and when the LP was skipped.",
+        ),
+        ColumnSpec {
+            name: "lp_status",
+            ty: Str,
+            nullable: true,
+            values: LP_STATUSES,
+            doc: "How the LP bound ended: converged, budget_exhausted (still a valid bound, only weaker) or skipped (see replay.json for why). Null for CPU/RAM.",
+        },
     ],
 };
 

@@ -9,8 +9,9 @@ use common::*;
 use model::WorkloadId;
 use proptest::prelude::*;
 use replay::WorkloadInstance;
-use replay::bounds::{k_prime, strong_bounds};
+use replay::bounds::{blob_bound_parts, k_prime, strong_bounds};
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
+use replay::lp::{LpStatus, lp_bounds};
 
 const GIB: u64 = 1 << 30;
 const NS: i64 = 1_000_000_000;
@@ -131,8 +132,14 @@ fn build(specs: &[Spec], k: u32, cpu_slack: u32, ram_slack: u32) -> WorkloadInst
 }
 
 fn fifo_deadline(g: &GridInstance) -> i64 {
+    fifo(g).1
+}
+
+/// FIFO starts and makespan.
+fn fifo(g: &GridInstance) -> (Vec<i64>, i64) {
     let plan = Plan::from_order(&(0..g.len() as u32).collect::<Vec<_>>());
-    evaluate(g, &plan, &mut Scratch::new()).unwrap().makespan
+    let e = evaluate(g, &plan, &mut Scratch::new()).unwrap();
+    (e.starts, e.makespan)
 }
 
 fn spec() -> impl Strategy<Value = Spec> {
@@ -187,6 +194,15 @@ proptest! {
             ("best", strong.cache.best),
         ] {
             prop_assert!(ok(v, cache_opt_h), "cache {name} bound {v} > optimum {cache_opt_h}");
+        }
+        // The LP bounds (HiGHS, default budget) converge on these and stay below the optima.
+        let (fifo_starts, _) = fifo(&g);
+        let lp_cfg = model::config::LpBoundsConfig { min_users: 2, ..Default::default() };
+        let lp = lp_bounds(&g, 8, d, &blob_bound_parts(&g, d), &fifo_starts, &lp_cfg);
+        for (name, b, opt) in [("GPU", &lp.gpu, gpu_opt_h), ("cache", &lp.cache, cache_opt_h)] {
+            prop_assert_eq!(b.status, LpStatus::Converged, "{} LP: {:?}", name, b);
+            let v = b.bound_h.unwrap();
+            prop_assert!(ok(v, opt), "{name} LP bound {v} > optimum {opt}");
         }
         // The stronger bound never falls below the seed's.
         prop_assert!(strong.gpu.best >= seed.gpu * (1.0 - 1e-12));

@@ -249,6 +249,7 @@ fn whole_stage_on_the_accounting_instance() {
             group_starts: 4,
             ..Default::default()
         },
+        lp_bounds: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();
@@ -325,6 +326,7 @@ fn an_empty_workload_replays_to_zeros() {
         seed: 3,
         order: vec![WorkloadId::Tmax],
         budget: model::config::SearchBudget::default(),
+        lp_bounds: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();

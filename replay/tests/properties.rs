@@ -94,6 +94,7 @@ fn search_config(seed: u64) -> model::config::SearchConfig {
             lns_moves: 40,
             ..Default::default()
         },
+        lp_bounds: Default::default(),
     }
 }
 

@@ -1,0 +1,53 @@
+//! The evaluator's one-pass ring-bucket GPU union against a plain sort-and-merge of every
+//! shifted request, on random small instances and random starts.
+
+use proptest::prelude::*;
+use replay::evaluate::{GridInstance, Scratch, gpu_union, gpu_union_in_order, start_order_of};
+use replay::synthetic::{SyntheticShape, synthetic_instance};
+
+fn plain_union(g: &GridInstance, starts: &[i64]) -> i64 {
+    let mut v: Vec<(i64, i64)> = Vec::new();
+    for (j, &s) in starts.iter().enumerate() {
+        for k in g.request_first[j]..g.request_first[j + 1] {
+            v.push((s + g.request_start[k], s + g.request_end[k]));
+        }
+    }
+    v.sort_unstable();
+    let (mut total, mut reach) = (0i64, i64::MIN);
+    for (a, b) in v {
+        if b > reach {
+            total += b - a.max(reach);
+            reach = b;
+        }
+    }
+    total
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    #[test]
+    fn ring_union_equals_a_plain_sort(
+        tasks in 2usize..30,
+        requests in 1usize..40,
+        seed in any::<u64>(),
+        spread in 1i64..2_000_000_000_000,
+        shifts in prop::collection::vec(any::<u64>(), 200),
+    ) {
+        let mut shape = SyntheticShape::deepswe();
+        shape.tasks = tasks;
+        shape.repos = 3;
+        shape.requests_per_attempt = requests;
+        shape.seed = seed;
+        let inst = synthetic_instance(&shape).unwrap();
+        let g = GridInstance::new(&inst);
+        let starts: Vec<i64> = (0..g.len())
+            .map(|j| (shifts[j % shifts.len()] % spread as u64) as i64)
+            .collect();
+        let makespan = starts.iter().zip(&g.duration).map(|(s, d)| s + d).max().unwrap();
+        let mut scratch = Scratch::new();
+        let want = plain_union(&g, &starts);
+        prop_assert_eq!(gpu_union(&g, &starts, makespan, &mut scratch), want);
+        let order = start_order_of(&starts);
+        prop_assert_eq!(gpu_union_in_order(&g, &starts, &order, makespan, &mut scratch), want);
+    }
+}
