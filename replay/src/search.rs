@@ -647,8 +647,9 @@ impl Structure {
     }
 
     /// The attempt order of a group plan: blocks are dealt to `lanes` lanes (each to the
-    /// lane with the least capacity-time so far); a lane lists its blocks' tasks in order,
-    /// a task's attempts longest first; the lanes are merged by taking next the attempt of
+    /// lane with the least capacity-time so far); a lane lists its blocks' tasks in order
+    /// (or, with `tasks_by_longest`, by their longest attempt, longest first), a task's
+    /// attempts longest first; the lanes are merged by taking next the attempt of
     /// the lane with the least capacity-time consumed (ties: lower lane), so `lanes` groups
     /// run side by side and their quotas mix.
     fn flatten_groups(&self, plan: &GroupPlan) -> Vec<u32> {
@@ -662,18 +663,40 @@ impl Structure {
                     l = k;
                 }
             }
-            for &t in block {
-                let mut m = self.tasks[t as usize].clone();
+            let longest_first = |m: &mut Vec<u32>| {
                 m.sort_by(|&a, &b| {
                     self.duration[b as usize]
                         .cmp(&self.duration[a as usize])
                         .then(a.cmp(&b))
                 });
-                for &j in &m {
-                    lane_work[l] += self.work[j as usize];
-                }
-                lane_seq[l].extend(m);
+            };
+            let mut all: Vec<u32> = Vec::new();
+            for &t in block {
+                let mut m = self.tasks[t as usize].clone();
+                longest_first(&mut m);
+                all.extend(m);
             }
+            if plan.tasks_by_longest {
+                // Tasks by their longest attempt, longest first (a task stays together).
+                let mut tasks: Vec<Vec<u32>> = block
+                    .iter()
+                    .map(|&t| {
+                        let mut m = self.tasks[t as usize].clone();
+                        longest_first(&mut m);
+                        m
+                    })
+                    .collect();
+                tasks.sort_by(|a, b| {
+                    let la = a.first().map_or(0, |&j| self.duration[j as usize]);
+                    let lb = b.first().map_or(0, |&j| self.duration[j as usize]);
+                    lb.cmp(&la).then(a.cmp(b))
+                });
+                all = tasks.concat();
+            }
+            for &j in &all {
+                lane_work[l] += self.work[j as usize];
+            }
+            lane_seq[l].extend(all);
         }
         let mut out = Vec::with_capacity(self.n());
         let mut pos = vec![0usize; lanes];
@@ -1367,6 +1390,10 @@ type GroupOrder = Vec<Vec<u32>>;
 struct GroupPlan {
     lanes: usize,
     blocks: GroupOrder,
+    /// Each block's tasks ordered by their longest attempt, longest first (a task's
+    /// attempts stay together, longest first), instead of the block's own task order: the
+    /// block's long attempts start first, so its window ends with short ones.
+    tasks_by_longest: bool,
 }
 
 /// Most lanes a group plan uses.
@@ -1411,7 +1438,16 @@ fn mutate_groups(base: &GroupPlan, rng: &mut ChaCha8Rng) -> GroupPlan {
             }
         }
     }
-    GroupPlan { lanes, blocks: o }
+    let tasks_by_longest = if below(rng, 8) == 0 {
+        !base.tasks_by_longest
+    } else {
+        base.tasks_by_longest
+    };
+    GroupPlan {
+        lanes,
+        blocks: o,
+        tasks_by_longest,
+    }
 }
 
 fn blob_group_search(
@@ -1440,6 +1476,7 @@ fn blob_group_search(
                     _ => GroupPlan {
                         lanes: 2 + (i % 8) as usize,
                         blocks: st.group_order(if i < 32 { i / 8 } else { i }, &mut r),
+                        tasks_by_longest: i % 2 == 1,
                     },
                 }
             })
