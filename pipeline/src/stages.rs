@@ -88,11 +88,25 @@ pub fn hash_outputs(run: &RunDir, names: &[String]) -> Result<BTreeMap<String, S
     Ok(out)
 }
 
-/// The inputs fingerprint of a stage: config hash, tool version, and the previous stage's
-/// recorded outputs.
+/// The identity of the running build: the SHA256 of this executable. The crate version does
+/// not change between commits, so without it a rebuilt binary (a changed search, say) would
+/// skip its stages and keep another build's outputs.
+pub fn build_identity() -> &'static str {
+    static ID: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    ID.get_or_init(|| {
+        std::env::current_exe()
+            .ok()
+            .and_then(|p| sha256_file(&p).ok())
+            .unwrap_or_else(|| "unknown".to_string())
+    })
+}
+
+/// The inputs fingerprint of a stage: config hash, tool version and build identity, and the
+/// previous stage's recorded outputs.
 pub fn fingerprint(cfg: &LoadedConfig, stage: &str, prior: &BTreeMap<String, String>) -> String {
     let mut h = Sha256::new();
     h.update(format!("agentrace {} stage {stage}\n", model::TOOL_VERSION));
+    h.update(format!("build {}\n", build_identity()));
     h.update(format!("pipeline.yaml {}\n", cfg.sha256));
     for a in &cfg.archives {
         h.update(format!(
