@@ -652,6 +652,19 @@ impl Structure {
     /// attempts longest first; the lanes are merged by taking next the attempt of
     /// the lane with the least capacity-time consumed (ties: lower lane), so `lanes` groups
     /// run side by side and their quotas mix.
+    /// The block of each attempt under a group plan (index into `plan.blocks`).
+    fn block_of(&self, plan: &GroupPlan) -> Vec<u32> {
+        let mut out = vec![0u32; self.n()];
+        for (b, block) in plan.blocks.iter().enumerate() {
+            for &t in block {
+                for &j in &self.tasks[t as usize] {
+                    out[j as usize] = b as u32;
+                }
+            }
+        }
+        out
+    }
+
     fn flatten_groups(&self, plan: &GroupPlan) -> Vec<u32> {
         let lanes = plan.lanes.max(1);
         let mut lane_seq: Vec<Vec<u32>> = vec![Vec::new(); lanes];
@@ -1394,6 +1407,9 @@ struct GroupPlan {
     /// attempts stay together, longest first), instead of the block's own task order: the
     /// block's long attempts start first, so its window ends with short ones.
     tasks_by_longest: bool,
+    /// Placed with group releases (`group_fit::first_fit_released`) instead of plain
+    /// first-fit.
+    released: bool,
 }
 
 /// Most lanes a group plan uses.
@@ -1443,10 +1459,16 @@ fn mutate_groups(base: &GroupPlan, rng: &mut ChaCha8Rng) -> GroupPlan {
     } else {
         base.tasks_by_longest
     };
+    let released = if below(rng, 8) == 0 {
+        !base.released
+    } else {
+        base.released
+    };
     GroupPlan {
         lanes,
         blocks: o,
         tasks_by_longest,
+        released,
     }
 }
 
@@ -1477,19 +1499,30 @@ fn blob_group_search(
                         lanes: 2 + (i % 8) as usize,
                         blocks: st.group_order(if i < 32 { i / 8 } else { i }, &mut r),
                         tasks_by_longest: i % 2 == 1,
+                        released: (i / 2) % 2 == 1,
                     },
                 }
             })
             .collect();
         // Each plan is placed first-fit (backfilling), which keeps within D far more often
         // than the no-overtaking list schedule.
+        let state_deadline = state.deadline;
         let batch: Vec<Option<Evaluation>> = pool.install(|| {
             orders
                 .par_iter()
                 .map_init(Scratch::new, |scratch, plan| {
                     let order = st.flatten_groups(plan);
-                    crate::lns::first_fit_schedule(g, ctx, &order)
-                        .map(|starts| exact_evaluation(g, &starts, scratch))
+                    if plan.released {
+                        crate::group_fit::first_fit_released(
+                            g,
+                            state_deadline,
+                            &order,
+                            &st.block_of(plan),
+                        )
+                    } else {
+                        crate::lns::first_fit_schedule(g, ctx, &order)
+                    }
+                    .map(|starts| exact_evaluation(g, &starts, scratch))
                 })
                 .collect()
         });
