@@ -10,6 +10,7 @@ pub mod accounting;
 pub mod bounds;
 pub mod error;
 pub mod evaluate;
+pub mod group_fit;
 pub mod input;
 pub mod lns;
 pub mod lp;
