@@ -232,3 +232,43 @@ fn help_explains_each_stage_in_a_line() {
       report  report.html / report.md with the figures, charts and the model's assumptions
     ");
 }
+
+/// Stages are fingerprinted with the build identity (the executable's SHA256): the same
+/// binary skips a finished run, a different build (here the same binary with one byte
+/// appended, which still runs) reruns every stage instead of keeping another build's
+/// outputs.
+#[test]
+fn a_different_build_reruns_the_stages() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    let bin = pipeline_bin();
+    let stages_skipped = |exe: &Path| -> Vec<bool> {
+        let out = Command::new(exe)
+            .args(["run", "--quiet", "--json"])
+            .arg(&cfg)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["skipped"].as_bool().unwrap())
+            .collect()
+    };
+    assert_eq!(stages_skipped(&bin), vec![false; 4]);
+    assert_eq!(stages_skipped(&bin), vec![true; 4]);
+    let other = d.path().join("pipeline-other-build");
+    let mut bytes = std::fs::read(&bin).unwrap();
+    bytes.push(0);
+    std::fs::write(&other, bytes).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&other, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(stages_skipped(&other), vec![false; 4]);
+    assert_eq!(stages_skipped(&other), vec![true; 4]);
+}
