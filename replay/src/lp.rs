@@ -103,8 +103,8 @@ impl QuotaTypes {
     }
 }
 
-/// The best column of the GPU pricing problem: the attempts of a feasible set (K and both
-/// caps) with the largest dual sum.
+/// The best column of the GPU pricing problem: the count vector of a feasible set (K and
+/// both caps) with the largest value.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PricedSet {
     /// An upper bound on the largest dual sum of any feasible set (equal to `value` when
@@ -284,7 +284,8 @@ impl GpuLpRows {
         }
     }
 
-    /// Coefficient of a column holding `n` attempts of type `t` in row `(t, k)`.
+    /// Coefficient of a column holding `n` attempts of a type in that type's row `k`
+    /// (0-based: the row of the `k + 1` longest), `min(n, k + 1)`.
     pub fn coefficient(&self, k: usize, n: usize) -> f64 {
         n.min(k + 1) as f64
     }
