@@ -146,13 +146,20 @@ fn main() {
             ));
             build = build.min(t.elapsed().as_secs_f64());
         }
-        let mut rng =
-            <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
-        let t = Instant::now();
-        let out = replay::lns::run_chain(&g, &ctx, &e.starts, objective, params, &mut rng);
-        let secs = t.elapsed().as_secs_f64();
+        // The same chain three times (identical work), best time: the machine is shared.
+        let mut secs = f64::INFINITY;
+        let mut out = None;
+        for _ in 0..3 {
+            let mut rng =
+                <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
+            let t = Instant::now();
+            let o = replay::lns::run_chain(&g, &ctx, &e.starts, objective, params, &mut rng);
+            secs = secs.min(t.elapsed().as_secs_f64());
+            out = Some(o);
+        }
+        let out = out.expect("three runs");
         println!(
-            "lns_chain_{name}: {} moves in {:.3} s ({:.1} us per move incl. state build), {} accepted, {} infeasible",
+            "lns_chain_{name}: {} moves in {:.3} s ({:.1} us per move incl. state build; best of 3), {} accepted, {} infeasible",
             out.moves,
             secs,
             secs / out.moves as f64 * 1e6,

@@ -170,6 +170,8 @@ pub struct Scratch {
     order: Vec<u32>,
     blob_open: Vec<(i64, i64)>,
     blob_total: Vec<i64>,
+    cover_count: Vec<i32>,
+    pieces: Vec<(i64, i64)>,
 }
 
 /// The union sweep's ring of time buckets.
@@ -339,13 +341,125 @@ pub fn gpu_union(g: &GridInstance, starts: &[i64], makespan: i64, scratch: &mut 
 }
 
 /// Union length (ns) of every request shifted by its attempt's start, sweeping attempts in
+/// `start_order` (nondecreasing start; every attempt once). `makespan` must be at least every
+/// end.
+///
+/// First by bucket coverage counts ([`covered_bucket_union`]); when too many buckets are
+/// not covered whole by a single request (sparse requests), by the ring-bucket merge sweep
+/// ([`ring_union_in_order`]). Both are exact.
+pub fn gpu_union_in_order(
+    g: &GridInstance,
+    starts: &[i64],
+    start_order: &[u32],
+    makespan: i64,
+    scratch: &mut Scratch,
+) -> i64 {
+    match covered_bucket_union(g, starts, start_order, makespan, scratch) {
+        Some(u) => u,
+        None => ring_union_in_order(g, starts, start_order, makespan, scratch),
+    }
+}
+
+/// Union length by coverage counts on power-of-two time buckets (about one per request):
+/// pass 1 adds, per request, one to the buckets it covers whole (a difference array); a
+/// bucket covered whole by some request adds its width. Pass 2 collects the pieces of the
+/// requests in the other buckets (clipped to their bucket), which are sorted and merged.
+/// `None` (nothing computed) when more than an eighth of the buckets up to the makespan
+/// are not covered whole, where the ring sweep is faster.
+pub fn covered_bucket_union(
+    g: &GridInstance,
+    starts: &[i64],
+    start_order: &[u32],
+    makespan: i64,
+    scratch: &mut Scratch,
+) -> Option<i64> {
+    let total = g.request_count();
+    if total == 0 {
+        return Some(0);
+    }
+    let target = total as u64;
+    let span = makespan.max(1) as u64;
+    let mut shift = 0u32;
+    while (span >> shift) > target {
+        shift += 1;
+    }
+    let width = 1i64 << shift;
+    let n_buckets = (span >> shift) as usize + 2;
+    let cov = &mut scratch.cover_count;
+    cov.clear();
+    cov.resize(n_buckets + 1, 0);
+    for &j in start_order {
+        let j = j as usize;
+        let s = starts[j];
+        let range = g.request_first[j]..g.request_first[j + 1];
+        for (&r0, &r1) in g.request_start[range.clone()]
+            .iter()
+            .zip(&g.request_end[range])
+        {
+            let (x, y) = (s + r0, s + r1);
+            // Buckets [fb, lb) lie inside [x, y).
+            let fb = ((x + width - 1) >> shift) as usize;
+            let lb = (y >> shift) as usize;
+            if fb < lb {
+                cov[fb] += 1;
+                cov[lb] -= 1;
+            }
+        }
+    }
+    let mut run = 0i32;
+    let mut whole = 0i64;
+    let mut open = 0usize;
+    for c in cov.iter_mut() {
+        run += *c;
+        *c = run;
+        if run > 0 {
+            whole += 1;
+        } else {
+            open += 1;
+        }
+    }
+    // Buckets past the makespan hold nothing; the last two are always open.
+    if open > n_buckets / 8 + 3 {
+        return None;
+    }
+    let pieces = &mut scratch.pieces;
+    pieces.clear();
+    for &j in start_order {
+        let j = j as usize;
+        let s = starts[j];
+        let range = g.request_first[j]..g.request_first[j + 1];
+        for (&r0, &r1) in g.request_start[range.clone()]
+            .iter()
+            .zip(&g.request_end[range])
+        {
+            let (x, y) = (s + r0, s + r1);
+            let fb = (x + width - 1) >> shift;
+            let lb = y >> shift;
+            let first = (x >> shift) as usize;
+            if x < fb << shift && cov[first] == 0 {
+                pieces.push((x, y.min(fb << shift)));
+            }
+            if lb >= fb && y > lb << shift && cov[lb as usize] == 0 {
+                pieces.push((lb << shift, y));
+            }
+        }
+    }
+    pieces.sort_unstable_by_key(|p| p.0);
+    let mut acc = UnionSweep::default();
+    for &p in pieces.iter() {
+        acc.add(p);
+    }
+    Some(whole * width + acc.total())
+}
+
+/// Union length (ns) of every request shifted by its attempt's start, sweeping attempts in
 /// `start_order` (nondecreasing start; every attempt once). Requests go into power-of-two
 /// time buckets (a shift is exactly monotone) held in a ring that spans one longest
 /// duration: once the sweep reaches an attempt starting at `s`, no later request can start
 /// before `s`, so every bucket before `s` is final and is sorted (exactly, in place) and
 /// merged into the running union, then reused. One pass over the requests, in a working set
 /// the size of the ring. `makespan` must be at least every end.
-pub fn gpu_union_in_order(
+pub fn ring_union_in_order(
     g: &GridInstance,
     starts: &[i64],
     start_order: &[u32],

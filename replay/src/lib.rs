@@ -8,6 +8,7 @@
 
 pub mod accounting;
 pub mod bounds;
+pub mod cover;
 pub mod error;
 pub mod evaluate;
 pub mod group_fit;

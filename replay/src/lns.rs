@@ -7,8 +7,9 @@
 //! Everything is exact integer arithmetic on the nanosecond grid. The GPU union and the
 //! cache byte-ns are kept incrementally: removing or inserting an attempt changes them by
 //! its uncovered request time (its requests are disjoint) and, per blob, by its uncovered
-//! lifetime, computed with prefix sums of the covered time of the others.
+//! lifetime, both read from the gap sets of the others' covers ([`crate::cover`]).
 
+use crate::cover::{BlobCover, RequestCover};
 use crate::evaluate::{GridInstance, Scratch, cache_byte_ns, gpu_union, start_order_of};
 use crate::profile::{StepProfile, Use};
 use rand_chacha::ChaCha8Rng;
@@ -78,6 +79,8 @@ pub struct LnsContext {
     deadline: i64,
     /// Bucket width of the request cover index, as a shift.
     shift: u32,
+    /// Prefix sums of the request lengths (aligned with `request_start`, one longer).
+    request_prefix: Vec<i64>,
 }
 
 impl LnsContext {
@@ -96,7 +99,7 @@ impl LnsContext {
                 blob_dmax[b as usize] = blob_dmax[b as usize].max(g.duration[j]);
             }
         }
-        let target = (g.request_count() / 4).max(1) as u64;
+        let target = (g.request_count() / 8).max(1) as u64;
         let span = deadline.max(1) as u64;
         let mut shift = 0u32;
         while (span >> shift) > target {
@@ -108,52 +111,18 @@ impl LnsContext {
             dmax: g.duration.iter().copied().max().unwrap_or(0),
             deadline,
             shift,
+            request_prefix: std::iter::once(0)
+                .chain(
+                    g.request_start
+                        .iter()
+                        .zip(&g.request_end)
+                        .scan(0i64, |acc, (s, e)| {
+                            *acc += e - s;
+                            Some(*acc)
+                        }),
+                )
+                .collect(),
         }
-    }
-}
-
-/// A bucket of the request cover index: the placed requests' pieces clipped to it, sorted,
-/// and (when clean) their merged union with prefix sums of its lengths.
-#[derive(Debug, Clone, Default)]
-struct Bucket {
-    pieces: Vec<(i64, i64, u32)>,
-    merged: Vec<(i64, i64)>,
-    prefix: Vec<i64>,
-    dirty: bool,
-}
-
-impl Bucket {
-    fn clean(&mut self) {
-        if !self.dirty {
-            return;
-        }
-        self.merged.clear();
-        self.prefix.clear();
-        for &(s, e, _) in &self.pieces {
-            match self.merged.last_mut() {
-                Some(last) if s <= last.1 => last.1 = last.1.max(e),
-                _ => self.merged.push((s, e)),
-            }
-        }
-        let mut acc = 0i64;
-        for &(s, e) in &self.merged {
-            self.prefix.push(acc);
-            acc += e - s;
-        }
-        self.prefix.push(acc);
-        self.dirty = false;
-    }
-
-    /// Covered length before `t` (clean bucket).
-    fn covered_before(&self, t: i64) -> i64 {
-        let idx = self.merged.partition_point(|p| p.1 <= t);
-        let mut c = self.prefix.get(idx).copied().unwrap_or(0);
-        if let Some(&(s, _)) = self.merged.get(idx)
-            && s < t
-        {
-            c += t - s;
-        }
-        c
     }
 }
 
@@ -165,10 +134,10 @@ struct StartState {
     life: BTreeSet<(i64, i64, u32)>,
     /// Placed (end, attempt).
     by_end: BTreeSet<(i64, u32)>,
-    /// Per blob, its placed users' lifetimes sorted by (start, end, attempt).
-    blob_life: Vec<Vec<(i64, i64, u32)>>,
-    /// The request cover index: per time bucket, the placed requests' pieces clipped to it.
-    buckets: Vec<Bucket>,
+    /// Per blob, its placed users' lifetimes and the gaps of their union.
+    blobs: Vec<BlobCover>,
+    /// The placed requests' cover (per-bucket counts and the gaps of their union).
+    cover: Option<RequestCover>,
     /// Running count, cores and memory over time.
     profile: StepProfile,
     gpu_union: i64,
@@ -177,11 +146,6 @@ struct StartState {
 
 impl StartState {
     fn empty(g: &GridInstance, ctx: &LnsContext, with_covers: bool) -> Self {
-        let n_buckets = if with_covers {
-            (ctx.deadline.max(0) >> ctx.shift) as usize + 1
-        } else {
-            0
-        };
         let mean = if g.is_empty() {
             1
         } else {
@@ -191,12 +155,18 @@ impl StartState {
             starts: vec![0; g.len()],
             life: BTreeSet::new(),
             by_end: BTreeSet::new(),
-            blob_life: if with_covers {
-                vec![Vec::new(); g.blob_bytes.len()]
+            blobs: if with_covers {
+                ctx.blob_dmax.iter().map(|&d| BlobCover::new(d)).collect()
             } else {
                 Vec::new()
             },
-            buckets: vec![Bucket::default(); n_buckets],
+            cover: with_covers.then(|| {
+                RequestCover::new(
+                    ctx.shift,
+                    (ctx.deadline.max(0) >> ctx.shift) as usize + 1,
+                    g.request_count(),
+                )
+            }),
             profile: StepProfile::new(mean),
             gpu_union: 0,
             cache_byte_ns: 0,
@@ -207,17 +177,31 @@ impl StartState {
     /// (equal, exactly, to inserting the attempts one by one).
     fn new(g: &GridInstance, ctx: &LnsContext, starts: &[i64]) -> Self {
         let mut st = StartState::empty(g, ctx, true);
+        let mut lives: Vec<Vec<(i64, i64, u32)>> = vec![Vec::new(); g.blob_bytes.len()];
+        let mut intervals: Vec<(i64, i64)> = Vec::with_capacity(g.request_count());
         for (j, &s) in starts.iter().enumerate() {
-            st.place_unsorted(g, ctx, j as u32, s);
+            let j32 = j as u32;
+            st.place_profile(g, j32, s);
+            let e = s + g.duration[j];
+            for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
+                lives[b as usize].push((s, e, j32));
+            }
+            let cover = st.cover.as_mut().expect("covers");
+            for k in g.request_first[j]..g.request_first[j + 1] {
+                let (x, y) = (s + g.request_start[k], s + g.request_end[k]);
+                cover.insert_unindexed(x, y, k as u32);
+                intervals.push((x, y));
+            }
         }
-        for list in &mut st.blob_life {
-            list.sort_unstable();
-        }
-        for bucket in &mut st.buckets {
-            bucket.pieces.sort_unstable();
-            bucket.dirty = true;
-            bucket.clean();
-        }
+        st.cover
+            .as_mut()
+            .expect("covers")
+            .rebuild_gaps(&mut intervals);
+        st.blobs = lives
+            .into_iter()
+            .zip(&ctx.blob_dmax)
+            .map(|(l, &d)| BlobCover::from_lifetimes(l, d))
+            .collect();
         let makespan = starts
             .iter()
             .zip(&g.duration)
@@ -240,33 +224,26 @@ impl StartState {
         [g.concurrency, g.cap_cores, g.cap_mem]
     }
 
-    fn request_pieces(
-        g: &GridInstance,
-        ctx: &LnsContext,
-        j: u32,
-        s: i64,
-        mut f: impl FnMut(usize, i64, i64) -> bool,
-    ) {
-        let j = j as usize;
-        for k in g.request_first[j]..g.request_first[j + 1] {
-            let (x, y) = (s + g.request_start[k], s + g.request_end[k]);
-            let mut b = (x >> ctx.shift) as usize;
-            loop {
-                let lo = (b as i64) << ctx.shift;
-                let hi = ((b as i64) + 1) << ctx.shift;
-                if !f(b, x.max(lo), y.min(hi)) {
-                    return;
-                }
-                if y <= hi {
-                    break;
-                }
-                b += 1;
-            }
+    /// Length of `j`'s requests (offsets) inside `[lo, hi)` (offsets too).
+    #[inline]
+    fn request_measure(g: &GridInstance, ctx: &LnsContext, j: usize, lo: i64, hi: i64) -> i64 {
+        let (first, last) = (g.request_first[j], g.request_first[j + 1]);
+        let starts = &g.request_start[first..last];
+        let ends = &g.request_end[first..last];
+        let i = ends.partition_point(|&e| e <= lo);
+        let k = i + starts[i..].partition_point(|&s| s < hi);
+        if i >= k {
+            return 0;
         }
+        ctx.request_prefix[first + k]
+            - ctx.request_prefix[first + i]
+            - (lo - starts[i]).max(0)
+            - (ends[k - 1] - hi).max(0)
     }
 
     /// Request time of `j` at start `s` not covered by the placed attempts' requests, or
-    /// `None` as soon as it exceeds `bound`.
+    /// `None` as soon as it exceeds `bound`: the overlap of its requests with the gaps of
+    /// the placed requests' union.
     fn gpu_uncovered_within(
         &self,
         g: &GridInstance,
@@ -275,17 +252,17 @@ impl StartState {
         s: i64,
         bound: i64,
     ) -> Option<i64> {
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        let cover = self.cover.as_ref().expect("covers");
         let mut unc = 0i64;
-        let buckets = &self.buckets;
-        let mut within = true;
-        Self::request_pieces(g, ctx, j, s, |b, x, y| {
-            let bucket = &buckets[b];
-            debug_assert!(!bucket.dirty);
-            unc += (y - x) - (bucket.covered_before(y) - bucket.covered_before(x));
-            within = unc <= bound;
-            within
-        });
-        within.then_some(unc)
+        for &(a, b) in cover.gaps().overlapping(s, e) {
+            unc += Self::request_measure(g, ctx, ju, a.max(s) - s, b.min(e) - s);
+            if unc > bound {
+                return None;
+            }
+        }
+        Some(unc)
     }
 
     /// Request time of `j` at start `s` not covered by the placed attempts' requests.
@@ -299,7 +276,6 @@ impl StartState {
     fn cache_uncovered_within(
         &self,
         g: &GridInstance,
-        ctx: &LnsContext,
         j: u32,
         s: i64,
         bound: u128,
@@ -308,21 +284,8 @@ impl StartState {
         let (x, y) = (s, s + g.duration[ju]);
         let mut total = 0u128;
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let list = &self.blob_life[b as usize];
-            let lo = list.partition_point(|p| p.0 < x - ctx.blob_dmax[b as usize]);
-            let mut reach = x;
-            let mut covered = 0i64;
-            for &(ls, le, _) in &list[lo..] {
-                if ls >= y {
-                    break;
-                }
-                let (cs, ce) = (ls.max(reach), le.min(y));
-                if ce > cs {
-                    covered += ce - cs;
-                    reach = ce;
-                }
-            }
-            total += u128::from(g.blob_bytes[b as usize]) * (y - x - covered) as u128;
+            let unc = self.blobs[b as usize].uncovered(x, y);
+            total += u128::from(g.blob_bytes[b as usize]) * unc as u128;
             if total > bound {
                 return None;
             }
@@ -331,14 +294,13 @@ impl StartState {
     }
 
     /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs.
-    fn cache_uncovered(&self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> u128 {
-        self.cache_uncovered_within(g, ctx, j, s, u128::MAX)
+    fn cache_uncovered(&self, g: &GridInstance, j: u32, s: i64) -> u128 {
+        self.cache_uncovered_within(g, j, s, u128::MAX)
             .unwrap_or(u128::MAX)
     }
 
-    /// [`StartState::place`] for a bulk build: blob lists and cover pieces are appended
-    /// (the caller sorts them).
-    fn place_unsorted(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
+    /// Add `j` at `s` to the lifetime sets and the profile.
+    fn place_profile(&mut self, g: &GridInstance, j: u32, s: i64) {
         let ju = j as usize;
         let e = s + g.duration[ju];
         self.starts[ju] = s;
@@ -347,49 +309,10 @@ impl StartState {
         if e > s {
             self.profile.insert(j, s, e, Self::use_of(g, j));
         }
-        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            self.blob_life[b as usize].push((s, e, j));
-        }
-        let buckets = &mut self.buckets;
-        Self::request_pieces(g, ctx, j, s, |b, x, y| {
-            buckets[b].pieces.push((x, y, j));
-            true
-        });
     }
 
-    /// Add `j` at `s` to the indexes (not to the objective values).
-    fn place(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
-        let ju = j as usize;
-        let e = s + g.duration[ju];
-        self.starts[ju] = s;
-        self.life.insert((s, e, j));
-        self.by_end.insert((e, j));
-        if e > s {
-            self.profile.insert(j, s, e, Self::use_of(g, j));
-        }
-        let key = (s, e, j);
-        if !self.blob_life.is_empty() {
-            for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-                let list = &mut self.blob_life[b as usize];
-                let pos = list.partition_point(|p| *p < key);
-                list.insert(pos, key);
-            }
-        }
-        if !self.buckets.is_empty() {
-            let buckets = &mut self.buckets;
-            Self::request_pieces(g, ctx, j, s, |b, x, y| {
-                let piece = (x, y, j);
-                let list = &mut buckets[b].pieces;
-                let pos = list.partition_point(|p| *p < piece);
-                list.insert(pos, piece);
-                buckets[b].dirty = true;
-                true
-            });
-        }
-    }
-
-    /// Take `j` (placed at `self.starts[j]`) out of the indexes.
-    fn unplace(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32) {
+    /// Take `j` (placed at `self.starts[j]`) out of the lifetime sets and the profile.
+    fn unplace_profile(&mut self, g: &GridInstance, j: u32) {
         let ju = j as usize;
         let s = self.starts[ju];
         let e = s + g.duration[ju];
@@ -398,50 +321,37 @@ impl StartState {
         if e > s {
             self.profile.remove(j, s, e, Self::use_of(g, j));
         }
-        let key = (s, e, j);
-        if !self.blob_life.is_empty() {
-            for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-                let list = &mut self.blob_life[b as usize];
-                if let Ok(pos) = list.binary_search(&key) {
-                    list.remove(pos);
-                }
-            }
+    }
+
+    /// Place `j` at `s`, adding its uncovered request time and byte-ns to the values.
+    fn insert(&mut self, g: &GridInstance, j: u32, s: i64) {
+        self.place_profile(g, j, s);
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        let cover = self.cover.as_mut().expect("covers");
+        for k in g.request_first[ju]..g.request_first[ju + 1] {
+            self.gpu_union += cover.insert(s + g.request_start[k], s + g.request_end[k], k as u32);
         }
-        if !self.buckets.is_empty() {
-            let buckets = &mut self.buckets;
-            Self::request_pieces(g, ctx, j, s, |b, x, y| {
-                let list = &mut buckets[b].pieces;
-                if let Ok(pos) = list.binary_search(&(x, y, j)) {
-                    list.remove(pos);
-                }
-                buckets[b].dirty = true;
-                true
-            });
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let unc = self.blobs[b as usize].insert(s, e, j);
+            self.cache_byte_ns += u128::from(g.blob_bytes[b as usize]) * unc as u128;
         }
     }
 
-    /// Clean the cover buckets that `j`'s requests at `s` touch (before querying them).
-    fn prepare(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
-        let buckets = &mut self.buckets;
-        Self::request_pieces(g, ctx, j, s, |b, _, _| {
-            buckets[b].clean();
-            true
-        });
-    }
-
-    fn insert(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) {
-        self.prepare(g, ctx, j, s);
-        self.gpu_union += self.gpu_uncovered(g, ctx, j, s);
-        self.cache_byte_ns += self.cache_uncovered(g, ctx, j, s);
-        self.place(g, ctx, j, s);
-    }
-
-    fn remove(&mut self, g: &GridInstance, ctx: &LnsContext, j: u32) {
-        let s = self.starts[j as usize];
-        self.unplace(g, ctx, j);
-        self.prepare(g, ctx, j, s);
-        self.gpu_union -= self.gpu_uncovered(g, ctx, j, s);
-        self.cache_byte_ns -= self.cache_uncovered(g, ctx, j, s);
+    /// Take `j` out, subtracting the request time and byte-ns only it covered.
+    fn remove(&mut self, g: &GridInstance, j: u32) {
+        let ju = j as usize;
+        let s = self.starts[ju];
+        let e = s + g.duration[ju];
+        self.unplace_profile(g, j);
+        let cover = self.cover.as_mut().expect("covers");
+        for k in g.request_first[ju]..g.request_first[ju + 1] {
+            self.gpu_union -= cover.remove(s + g.request_start[k], s + g.request_end[k], k as u32);
+        }
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let unc = self.blobs[b as usize].remove(s, e, j);
+            self.cache_byte_ns -= u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        }
     }
 
     /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
@@ -488,11 +398,22 @@ impl StartState {
             return None;
         }
         let mut s = s.clamp(0, latest);
+        if forward {
+            // The same queries as below, in one pass.
+            return self.profile.forward_search(
+                s,
+                d,
+                Self::use_of(g, j),
+                Self::caps(g),
+                latest,
+                FEASIBLE_STEPS,
+            );
+        }
         for _ in 0..FEASIBLE_STEPS {
-            match self.violation(g, j, s, forward) {
+            match self.violation(g, j, s, false) {
                 None => return Some(s),
                 Some(next) => {
-                    s = if forward { next } else { next - d };
+                    s = next - d;
                     if s < 0 || s > latest {
                         return None;
                     }
@@ -540,7 +461,7 @@ fn candidate_starts(
         let mut blobs: Vec<u32> = g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]].to_vec();
         blobs.sort_by_key(|&b| (ctx.blob_users[b as usize].len(), b));
         for &b in blobs.iter().take(3) {
-            let list = &st.blob_life[b as usize];
+            let list = st.blobs[b as usize].users();
             if list.is_empty() {
                 continue;
             }
@@ -551,7 +472,7 @@ fn candidate_starts(
                 } else {
                     below(rng, list.len() as u64) as usize
                 };
-                let (s_i, e_i, _) = list[idx];
+                let (s_i, e_i, _) = list.get(idx).expect("index below len");
                 c.extend([s_i, e_i - d, e_i, s_i - d]);
             }
         }
@@ -571,7 +492,7 @@ fn reinsert(
 ) -> bool {
     match best_start(g, ctx, st, j, old, objective, rng) {
         Some(s) => {
-            st.insert(g, ctx, j, s);
+            st.insert(g, j, s);
             true
         }
         None => false,
@@ -601,9 +522,6 @@ fn best_start(
     }
     tried.sort_unstable();
     tried.dedup();
-    for &s in &tried {
-        st.prepare(g, ctx, j, s);
-    }
     let st = &*st;
     // Smallest (primary, secondary, end, start) wins; the end and start order as the start.
     // The primary objective is computed for every start (abandoned once above the best so
@@ -614,12 +532,12 @@ fn best_start(
             Objective::Gpu => st
                 .gpu_uncovered_within(g, ctx, j, s, i64::try_from(bound).unwrap_or(i64::MAX))
                 .map(|v| v as u128),
-            Objective::Cache => st.cache_uncovered_within(g, ctx, j, s, bound),
+            Objective::Cache => st.cache_uncovered_within(g, j, s, bound),
         }
     };
     let secondary = |s: i64| -> u128 {
         match objective {
-            Objective::Gpu => st.cache_uncovered(g, ctx, j, s),
+            Objective::Gpu => st.cache_uncovered(g, j, s),
             Objective::Cache => st.gpu_uncovered(g, ctx, j, s) as u128,
         }
     };
@@ -665,8 +583,9 @@ fn removal_set(
     let mut set: Vec<u32> = Vec::with_capacity(k);
     let a = below(rng, n) as u32;
     set.push(a);
-    let pool: Vec<u32> = match below(rng, 4) {
-        0 => Vec::new(),
+    let owned: Vec<u32>;
+    let pool: &[u32] = match below(rng, 4) {
+        0 => &[],
         1 => {
             // By blob: users of one of a's blobs with at least two users.
             let au = a as usize;
@@ -676,10 +595,10 @@ fn removal_set(
                 .filter(|&b| ctx.blob_users[b as usize].len() >= 2)
                 .collect();
             if blobs.is_empty() {
-                Vec::new()
+                &[]
             } else {
                 let b = blobs[below(rng, blobs.len() as u64) as usize];
-                ctx.blob_users[b as usize].clone()
+                &ctx.blob_users[b as usize]
             }
         }
         2 => {
@@ -688,19 +607,22 @@ fn removal_set(
                 st.starts[a as usize],
                 st.starts[a as usize] + g.duration[a as usize],
             );
-            st.life
+            owned = st
+                .life
                 .range((s - ctx.dmax, i64::MIN, 0)..)
                 .take_while(|p| p.0 < e)
                 .filter(|p| p.1 > s)
                 .map(|p| p.2)
-                .collect()
+                .collect();
+            &owned
         }
         _ => {
             // From the tail: the latest-ending attempts.
             let tail = (2 * g.concurrency.max(1) as usize).min(st.life.len());
             let pick: Vec<u32> = st.by_end.iter().rev().take(tail).map(|x| x.1).collect();
             set[0] = pick[below(rng, pick.len() as u64) as usize];
-            pick
+            owned = pick;
+            &owned
         }
     };
     let mut guard = 0;
@@ -748,7 +670,7 @@ pub fn first_fit_schedule(g: &GridInstance, ctx: &LnsContext, order: &[u32]) -> 
     let mut prev = 0i64;
     for &j in order {
         let s = st.first_fit(g, ctx, j, prev - ctx.dmax)?;
-        st.place(g, ctx, j, s);
+        st.place_profile(g, j, s);
         prev = s;
     }
     Some(st.starts)
@@ -783,7 +705,7 @@ pub fn run_chain(
         let set = removal_set(g, ctx, &st, params.max_removed, rng);
         let olds: Vec<i64> = set.iter().map(|&j| st.starts[j as usize]).collect();
         for &j in &set {
-            st.remove(g, ctx, j);
+            st.remove(g, j);
         }
         let mut order = set.clone();
         for i in (1..order.len()).rev() {
@@ -812,10 +734,10 @@ pub fn run_chain(
                 out.infeasible += 1;
             }
             for &j in &placed {
-                st.remove(g, ctx, j);
+                st.remove(g, j);
             }
             for (&j, &s) in set.iter().zip(&olds) {
-                st.insert(g, ctx, j, s);
+                st.insert(g, j, s);
             }
         }
         history[slot] = cost(&st, objective);

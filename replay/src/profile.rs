@@ -289,6 +289,111 @@ impl StepProfile {
         None
     }
 
+    /// The forward feasible-start search of the start-time search, in one pass: from `s`
+    /// (in `[0, latest]`), at most `steps` [`StepProfile::violation`] queries (forward, for
+    /// `[s, s + d)`), each failing one moving `s` to the time it returns; `Some(s)` at the
+    /// first query that finds no violation, `None` when `s` passes `latest` or the steps
+    /// run out. Exactly the result of those queries, but the value at `s` and the scan
+    /// position are carried from one query to the next (each `s` is later than the last).
+    pub fn forward_search(
+        &self,
+        mut s: i64,
+        d: i64,
+        u: Use,
+        caps: Use,
+        latest: i64,
+        steps: usize,
+    ) -> Option<i64> {
+        if steps == 0 {
+            return None;
+        }
+        if d <= 0 {
+            return Some(s);
+        }
+        let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
+        let n = self.buckets.len();
+        // Cursor: bucket `b`, index `i` of the first event later than `s`; `v` = value at s.
+        let (mut b, mut i, mut v) = (usize::MAX, 0usize, [0i64; 3]);
+        for _ in 0..steps {
+            let e = s + d;
+            // Move the cursor to s.
+            let bs = self.bucket(s);
+            if bs != b {
+                b = bs;
+                i = 0;
+                v = self.buckets.get(b).map_or([0, 0, 0], |x| x.base);
+            }
+            if let Some(bucket) = self.buckets.get(b) {
+                while i < bucket.events.len() && bucket.events[i].t <= s {
+                    apply(&mut v, &bucket.events[i]);
+                    i += 1;
+                }
+            }
+            // Earliest end after `t` of a lifetime running at `t`, scanning from (bb, ii).
+            let min_end = |t: i64, mut bb: usize, mut ii: usize| -> Option<i64> {
+                while bb < n {
+                    let evs = &self.buckets[bb].events;
+                    while ii < evs.len() {
+                        let ev = &evs[ii];
+                        if ev.kind == 0 && ev.t > t && ev.other <= t {
+                            return Some(ev.t);
+                        }
+                        ii += 1;
+                    }
+                    bb += 1;
+                    ii = 0;
+                }
+                None
+            };
+            let next = if over(&v, &lim) {
+                min_end(s, b, i).unwrap_or(e)
+            } else {
+                // The first start event in (s, e) after which the value is over.
+                let mut found = None;
+                let mut bb = b;
+                let mut w = v;
+                let mut ii = i;
+                let be = self.bucket(e - 1).min(n.saturating_sub(1));
+                'scan: while bb <= be && bb < n {
+                    let bucket = &self.buckets[bb];
+                    if bb != b {
+                        if !over(&bucket.max, &lim) {
+                            bb += 1;
+                            continue;
+                        }
+                        w = bucket.base;
+                        ii = 0;
+                    } else if !over(&bucket.max, &lim) {
+                        bb += 1;
+                        continue;
+                    }
+                    while ii < bucket.events.len() {
+                        let ev = &bucket.events[ii];
+                        if ev.t >= e {
+                            break 'scan;
+                        }
+                        apply(&mut w, ev);
+                        if ev.kind == 1 && over(&w, &lim) {
+                            found = Some((ev.t, bb, ii + 1));
+                            break 'scan;
+                        }
+                        ii += 1;
+                    }
+                    bb += 1;
+                }
+                match found {
+                    None => return Some(s),
+                    Some((t, fb, fi)) => min_end(t, fb, fi).unwrap_or(e),
+                }
+            };
+            s = next;
+            if s < 0 || s > latest {
+                return None;
+            }
+        }
+        None
+    }
+
     /// The profile's value at `t` (after every event at `t`), for tests.
     pub fn value_at(&self, t: i64) -> Use {
         let b = self.bucket(t);

@@ -1,6 +1,7 @@
 //! The start-time search's step profile against a plain oracle: after random inserts and
 //! removes, every violation query (forward and backward) and every profile value equals the
-//! one computed by sweeping the placed lifetimes from scratch (the search's former code).
+//! one computed by sweeping the placed lifetimes from scratch (the search's former code),
+//! and the one-pass forward search equals iterated forward queries.
 
 use proptest::prelude::*;
 use replay::profile::{StepProfile, Use};
@@ -73,6 +74,31 @@ proptest! {
                         prof.violation(qs, qs + qd, u, caps, fwd),
                         oracle(&plain, qs, qs + qd, u, caps, fwd),
                         "query ({}, {}) fwd {}", qs, qs + qd, fwd
+                    );
+                }
+                // The one-pass forward search equals iterated forward queries.
+                for steps in [1usize, 3, 8] {
+                    let latest = 450;
+                    let mut t = qs;
+                    let mut want = None;
+                    for _ in 0..steps {
+                        match prof.violation(t, t + qd, u, caps, true) {
+                            None => {
+                                want = Some(t);
+                                break;
+                            }
+                            Some(next) => {
+                                t = next;
+                                if t > latest {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    prop_assert_eq!(
+                        prof.forward_search(qs, qd, u, caps, latest, steps),
+                        want,
+                        "forward search from {} ({} steps)", qs, steps
                     );
                 }
                 let mut v = [0i64; 3];

@@ -1,8 +1,12 @@
-//! The evaluator's one-pass ring-bucket GPU union against a plain sort-and-merge of every
-//! shifted request, on random small instances and random starts.
+//! The evaluator's GPU unions (bucket coverage counts, and the one-pass ring-bucket sweep it
+//! falls back to) against a plain sort-and-merge of every shifted request, on random small
+//! instances and random starts, sparse and dense.
 
 use proptest::prelude::*;
-use replay::evaluate::{GridInstance, Scratch, gpu_union, gpu_union_in_order, start_order_of};
+use replay::evaluate::{
+    GridInstance, Scratch, covered_bucket_union, gpu_union, gpu_union_in_order,
+    ring_union_in_order, start_order_of,
+};
 use replay::synthetic::{SyntheticShape, synthetic_instance};
 
 fn plain_union(g: &GridInstance, starts: &[i64]) -> i64 {
@@ -48,6 +52,41 @@ proptest! {
         let want = plain_union(&g, &starts);
         prop_assert_eq!(gpu_union(&g, &starts, makespan, &mut scratch), want);
         let order = start_order_of(&starts);
+        prop_assert_eq!(gpu_union_in_order(&g, &starts, &order, makespan, &mut scratch), want);
+        prop_assert_eq!(ring_union_in_order(&g, &starts, &order, makespan, &mut scratch), want);
+        if let Some(u) = covered_bucket_union(&g, &starts, &order, makespan, &mut scratch) {
+            prop_assert_eq!(u, want);
+        }
+    }
+
+    #[test]
+    fn coverage_count_union_equals_a_plain_sort_on_dense_schedules(
+        tasks in 2usize..40,
+        requests in 1usize..60,
+        seed in any::<u64>(),
+        shifts in prop::collection::vec(any::<u64>(), 200),
+        spread_pct in 1u64..60,
+    ) {
+        let mut shape = SyntheticShape::deepswe();
+        shape.tasks = tasks;
+        shape.repos = 3;
+        shape.requests_per_attempt = requests;
+        shape.seed = seed;
+        let inst = synthetic_instance(&shape).unwrap();
+        let g = GridInstance::new(&inst);
+        // Starts within a fraction of the shortest duration: many requests overlap.
+        let dmin = g.duration.iter().copied().min().unwrap().max(1) as u64;
+        let spread = (dmin * spread_pct / 100).max(1);
+        let starts: Vec<i64> = (0..g.len())
+            .map(|j| (shifts[j % shifts.len()] % spread) as i64)
+            .collect();
+        let makespan = starts.iter().zip(&g.duration).map(|(s, d)| s + d).max().unwrap();
+        let mut scratch = Scratch::new();
+        let want = plain_union(&g, &starts);
+        let order = start_order_of(&starts);
+        if let Some(u) = covered_bucket_union(&g, &starts, &order, makespan, &mut scratch) {
+            prop_assert_eq!(u, want);
+        }
         prop_assert_eq!(gpu_union_in_order(&g, &starts, &order, makespan, &mut scratch), want);
     }
 }

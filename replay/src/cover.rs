@@ -1,0 +1,503 @@
+//! Interval cover indexes of the start-time search: how much of an interval the placed
+//! attempts' requests (GPU) or a blob's placed users' lifetimes (cache) leave uncovered,
+//! kept between moves under inserts and removes.
+//!
+//! Both keep the **gap set** of the cover: the sorted, disjoint, non-touching intervals
+//! where nothing is placed. On these workloads the placed requests cover nearly all of the
+//! schedule, so the gap set is small and the uncovered length of a query is the overlap of
+//! a few gaps with it. Inserting an interval subtracts it from the gaps; removing one adds
+//! back the parts of it no other placed interval covers, found with per-bucket coverage
+//! counts (requests) or a scan of the blob's users around it (lifetimes). Everything is
+//! exact integer arithmetic on the nanosecond grid.
+
+/// Sorted, disjoint, non-touching half-open intervals `[a, b)` (`a < b`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GapSet {
+    gaps: Vec<(i64, i64)>,
+}
+
+impl GapSet {
+    /// No gaps.
+    pub fn new() -> Self {
+        GapSet { gaps: Vec::new() }
+    }
+
+    /// The single gap `[a, b)` (empty when `a >= b`).
+    pub fn whole(a: i64, b: i64) -> Self {
+        let mut s = GapSet::new();
+        s.add(a, b);
+        s
+    }
+
+    /// The gaps, sorted.
+    pub fn as_slice(&self) -> &[(i64, i64)] {
+        &self.gaps
+    }
+
+    /// Number of gaps.
+    pub fn len(&self) -> usize {
+        self.gaps.len()
+    }
+
+    /// True when there are no gaps.
+    pub fn is_empty(&self) -> bool {
+        self.gaps.is_empty()
+    }
+
+    /// The gaps overlapping `[a, b)` (in order; the first and last may stick out).
+    #[inline]
+    pub fn overlapping(&self, a: i64, b: i64) -> &[(i64, i64)] {
+        let i = self.gaps.partition_point(|g| g.1 <= a);
+        let rest = &self.gaps[i..];
+        let n = rest.iter().take_while(|g| g.0 < b).count();
+        &rest[..n]
+    }
+
+    /// Length of `[a, b)` inside the gaps.
+    #[inline]
+    pub fn overlap_len(&self, a: i64, b: i64) -> i64 {
+        self.overlapping(a, b)
+            .iter()
+            .map(|g| g.1.min(b) - g.0.max(a))
+            .sum()
+    }
+
+    /// Add `[a, b)` to the gaps (merging with the gaps it overlaps or touches).
+    pub fn add(&mut self, a: i64, b: i64) {
+        if a >= b {
+            return;
+        }
+        let i = self.gaps.partition_point(|g| g.1 < a);
+        let j = i + self.gaps[i..].iter().take_while(|g| g.0 <= b).count();
+        let (mut na, mut nb) = (a, b);
+        if i < j {
+            na = na.min(self.gaps[i].0);
+            nb = nb.max(self.gaps[j - 1].1);
+        }
+        if j == i + 1 {
+            self.gaps[i] = (na, nb);
+        } else {
+            self.gaps.splice(i..j, [(na, nb)]);
+        }
+    }
+
+    /// Remove `[a, b)` from the gaps.
+    pub fn subtract(&mut self, a: i64, b: i64) {
+        if a >= b {
+            return;
+        }
+        let i = self.gaps.partition_point(|g| g.1 <= a);
+        let j = i + self.gaps[i..].iter().take_while(|g| g.0 < b).count();
+        if i == j {
+            return;
+        }
+        let (first, last) = (self.gaps[i], self.gaps[j - 1]);
+        let left = (first.0 < a).then_some((first.0, a));
+        let right = (last.1 > b).then_some((b, last.1));
+        match (left, right, j - i) {
+            (Some(l), None, 1) => self.gaps[i] = l,
+            (None, Some(r), 1) => self.gaps[i] = r,
+            _ => {
+                self.gaps.splice(i..j, left.into_iter().chain(right));
+            }
+        }
+    }
+}
+
+/// The placed requests of the start-time search: per time bucket (`2^shift` ns) the count
+/// of placed requests covering all of it and the pieces of those covering part of it, and
+/// the gap set of their union within `[0, horizon)`.
+///
+/// A request covers its middle buckets whole, so it has at most two partial pieces (in its
+/// first and last bucket); each request has an id and each of its partial pieces a slot
+/// (`2 * id` first, `2 * id + 1` last) whose position in its bucket's list is kept, so a
+/// removal finds its pieces without a search.
+#[derive(Debug, Clone)]
+pub struct RequestCover {
+    shift: u32,
+    full: Vec<u32>,
+    /// Per bucket, the partial pieces `(start, end, slot)`, unordered.
+    part: Vec<Vec<(i64, i64, u32)>>,
+    /// Per slot, its piece's position in its bucket's list.
+    pos: Vec<u32>,
+    gaps: GapSet,
+    scratch: Vec<(i64, i64)>,
+    pieces: Vec<(i64, i64)>,
+}
+
+impl RequestCover {
+    /// An empty cover of `[0, n_buckets << shift)` for requests with ids below `n_ids`.
+    pub fn new(shift: u32, n_buckets: usize, n_ids: usize) -> Self {
+        RequestCover {
+            shift,
+            full: vec![0; n_buckets],
+            part: vec![Vec::new(); n_buckets],
+            pos: vec![0; 2 * n_ids],
+            gaps: GapSet::whole(0, (n_buckets as i64) << shift),
+            scratch: Vec::new(),
+            pieces: Vec::new(),
+        }
+    }
+
+    /// The end of the covered range.
+    pub fn horizon(&self) -> i64 {
+        (self.full.len() as i64) << self.shift
+    }
+
+    /// The gaps of the placed requests' union within `[0, horizon)`.
+    pub fn gaps(&self) -> &GapSet {
+        &self.gaps
+    }
+
+    fn place(&mut self, x: i64, y: i64, id: u32) {
+        let shift = self.shift;
+        let first = (x >> shift) as usize;
+        let mut b = first;
+        loop {
+            let lo = (b as i64) << shift;
+            let hi = ((b as i64) + 1) << shift;
+            let (cx, cy) = (x.max(lo), y.min(hi));
+            if cx == lo && cy == hi {
+                self.full[b] += 1;
+            } else {
+                let slot = 2 * id + u32::from(b != first);
+                let list = &mut self.part[b];
+                self.pos[slot as usize] = list.len() as u32;
+                list.push((cx, cy, slot));
+            }
+            if y <= hi {
+                break;
+            }
+            b += 1;
+        }
+    }
+
+    /// Insert the request `[x, y)` with id `id` (`0 <= x < y <= horizon`); returns its
+    /// length not covered before.
+    pub fn insert(&mut self, x: i64, y: i64, id: u32) -> i64 {
+        debug_assert!(0 <= x && x < y && y <= self.horizon());
+        let unc = self.gaps.overlap_len(x, y);
+        if unc > 0 {
+            self.gaps.subtract(x, y);
+        }
+        self.place(x, y, id);
+        unc
+    }
+
+    /// Insert many requests without maintaining the gaps (then call
+    /// [`RequestCover::rebuild_gaps`]).
+    pub fn insert_unindexed(&mut self, x: i64, y: i64, id: u32) {
+        self.place(x, y, id);
+    }
+
+    /// Recompute the gaps from the union of `intervals` (every placed request).
+    pub fn rebuild_gaps(&mut self, intervals: &mut [(i64, i64)]) {
+        intervals.sort_unstable();
+        let mut gaps = Vec::new();
+        let mut reach = 0i64;
+        for &(s, e) in intervals.iter() {
+            if s > reach {
+                gaps.push((reach, s));
+            }
+            reach = reach.max(e);
+        }
+        if reach < self.horizon() {
+            gaps.push((reach, self.horizon()));
+        }
+        self.gaps = GapSet { gaps };
+    }
+
+    /// Remove the request `[x, y)` inserted with id `id`; returns its length no other
+    /// placed request covers (now gaps).
+    pub fn remove(&mut self, x: i64, y: i64, id: u32) -> i64 {
+        let mut unc = 0i64;
+        let mut new_gaps = std::mem::take(&mut self.scratch);
+        new_gaps.clear();
+        let shift = self.shift;
+        let first = (x >> shift) as usize;
+        let mut b = first;
+        loop {
+            let lo = (b as i64) << shift;
+            let hi = ((b as i64) + 1) << shift;
+            let (cx, cy) = (x.max(lo), y.min(hi));
+            if cx == lo && cy == hi {
+                self.full[b] -= 1;
+            } else {
+                let slot = 2 * id + u32::from(b != first);
+                let at = self.pos[slot as usize] as usize;
+                let list = &mut self.part[b];
+                debug_assert_eq!(list[at], (cx, cy, slot));
+                list.swap_remove(at);
+                if let Some(&(_, _, moved)) = list.get(at) {
+                    self.pos[moved as usize] = at as u32;
+                }
+            }
+            if self.full[b] == 0 && !self.part[b].iter().any(|&(ps, pe, _)| ps <= cx && pe >= cy) {
+                // The parts of [cx, cy) no remaining piece of this bucket covers (none
+                // covers it alone).
+                let sorted = &mut self.pieces;
+                sorted.clear();
+                sorted.extend(
+                    self.part[b]
+                        .iter()
+                        .filter(|p| p.0 < cy && p.1 > cx)
+                        .map(|p| (p.0, p.1)),
+                );
+                sorted.sort_unstable();
+                let mut reach = cx;
+                for &(ps, pe) in sorted.iter() {
+                    if ps > reach {
+                        new_gaps.push((reach, ps));
+                        unc += ps - reach;
+                    }
+                    reach = reach.max(pe);
+                    if reach >= cy {
+                        break;
+                    }
+                }
+                if reach < cy {
+                    new_gaps.push((reach, cy));
+                    unc += cy - reach;
+                }
+            }
+            if y <= hi {
+                break;
+            }
+            b += 1;
+        }
+        for &(a, c) in &new_gaps {
+            self.gaps.add(a, c);
+        }
+        self.scratch = new_gaps;
+        unc
+    }
+}
+
+/// A sorted list in chunks (insert and remove move at most a chunk; the `i`-th element by
+/// a walk over the chunk lengths).
+#[derive(Debug, Clone, Default)]
+pub struct SortedChunks<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+/// Most elements of a chunk before it splits.
+const CHUNK: usize = 128;
+
+impl<T: Ord + Copy> SortedChunks<T> {
+    /// From a sorted vector.
+    pub fn from_sorted(v: &[T]) -> Self {
+        debug_assert!(v.windows(2).all(|w| w[0] <= w[1]));
+        SortedChunks {
+            chunks: v.chunks(CHUNK / 2).map(|c| c.to_vec()).collect(),
+            len: v.len(),
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The chunk that holds (or would hold) `x`.
+    #[inline]
+    fn chunk_of(&self, x: &T) -> usize {
+        self.chunks
+            .partition_point(|c| c.last().is_some_and(|l| l < x))
+            .min(self.chunks.len().saturating_sub(1))
+    }
+
+    /// Insert `x`.
+    pub fn insert(&mut self, x: T) {
+        if self.chunks.is_empty() {
+            self.chunks.push(vec![x]);
+            self.len = 1;
+            return;
+        }
+        let c = self.chunk_of(&x);
+        let chunk = &mut self.chunks[c];
+        let pos = chunk.partition_point(|p| *p < x);
+        chunk.insert(pos, x);
+        if chunk.len() > CHUNK {
+            let tail = chunk.split_off(CHUNK / 2);
+            self.chunks.insert(c + 1, tail);
+        }
+        self.len += 1;
+    }
+
+    /// Remove one `x`; false when absent.
+    pub fn remove(&mut self, x: &T) -> bool {
+        if self.chunks.is_empty() {
+            return false;
+        }
+        let c = self.chunk_of(x);
+        let chunk = &mut self.chunks[c];
+        match chunk.binary_search(x) {
+            Ok(pos) => {
+                chunk.remove(pos);
+                if chunk.is_empty() {
+                    self.chunks.remove(c);
+                }
+                self.len -= 1;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// The `i`-th smallest element.
+    pub fn get(&self, mut i: usize) -> Option<T> {
+        for c in &self.chunks {
+            if i < c.len() {
+                return Some(c[i]);
+            }
+            i -= c.len();
+        }
+        None
+    }
+
+    /// The elements `>= key`, in order.
+    pub fn iter_from<'a>(&'a self, key: &T) -> impl Iterator<Item = T> + 'a {
+        let c = self
+            .chunks
+            .partition_point(|ch| ch.last().is_some_and(|l| l < key));
+        let pos = self
+            .chunks
+            .get(c)
+            .map_or(0, |ch| ch.partition_point(|p| p < key));
+        self.chunks
+            .get(c..)
+            .unwrap_or(&[])
+            .iter()
+            .enumerate()
+            .flat_map(move |(k, ch)| ch[if k == 0 { pos } else { 0 }..].iter().copied())
+    }
+
+    /// All elements, in order.
+    pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
+        self.chunks.iter().flatten().copied()
+    }
+}
+
+/// Far ends of a blob's gap set (every lifetime lies strictly inside).
+const FAR: i64 = i64::MAX / 4;
+
+/// The placed users of one blob: their lifetimes `(start, end, attempt)` sorted, and the
+/// gaps of their union on the whole line.
+#[derive(Debug, Clone)]
+pub struct BlobCover {
+    users: SortedChunks<(i64, i64, u32)>,
+    gaps: GapSet,
+    /// Longest duration among the blob's possible users, ns.
+    dmax: i64,
+}
+
+impl BlobCover {
+    /// No user placed; `dmax` bounds every user's duration.
+    pub fn new(dmax: i64) -> Self {
+        BlobCover {
+            users: SortedChunks::default(),
+            gaps: GapSet::whole(-FAR, FAR),
+            dmax,
+        }
+    }
+
+    /// From the placed users' lifetimes (any order).
+    pub fn from_lifetimes(mut lives: Vec<(i64, i64, u32)>, dmax: i64) -> Self {
+        lives.sort_unstable();
+        let mut gaps = Vec::new();
+        let mut reach = -FAR;
+        for &(s, e, _) in &lives {
+            if e <= s {
+                continue;
+            }
+            if s > reach {
+                gaps.push((reach, s));
+            }
+            reach = reach.max(e);
+        }
+        gaps.push((reach, FAR));
+        BlobCover {
+            users: SortedChunks::from_sorted(&lives),
+            gaps: GapSet { gaps },
+            dmax,
+        }
+    }
+
+    /// The placed users' lifetimes, sorted by (start, end, attempt).
+    pub fn users(&self) -> &SortedChunks<(i64, i64, u32)> {
+        &self.users
+    }
+
+    /// Length of `[x, y)` no placed user covers.
+    #[inline]
+    pub fn uncovered(&self, x: i64, y: i64) -> i64 {
+        self.gaps.overlap_len(x, y)
+    }
+
+    /// Place user `j` over `[x, y)`; returns the length it adds to the union.
+    pub fn insert(&mut self, x: i64, y: i64, j: u32) -> i64 {
+        let unc = self.gaps.overlap_len(x, y);
+        if unc > 0 {
+            self.gaps.subtract(x, y);
+        }
+        self.users.insert((x, y, j));
+        unc
+    }
+
+    /// Remove user `j` placed over `[x, y)`; returns the length it leaves uncovered.
+    pub fn remove(&mut self, x: i64, y: i64, j: u32) -> i64 {
+        self.users.remove(&(x, y, j));
+        if y <= x {
+            return 0;
+        }
+        let mut reach = x;
+        let mut unc = 0i64;
+        let mut pending: [(i64, i64); 8] = [(0, 0); 8];
+        let mut n = 0usize;
+        let mut flush = |gaps: &mut GapSet, a: i64, b: i64, n: &mut usize| {
+            if *n == pending.len() {
+                for &(p, q) in &pending {
+                    gaps.add(p, q);
+                }
+                *n = 0;
+            }
+            pending[*n] = (a, b);
+            *n += 1;
+        };
+        for (ls, le, _) in self.users.iter_from(&(x - self.dmax, i64::MIN, 0)) {
+            if ls >= y {
+                break;
+            }
+            if le <= reach {
+                continue;
+            }
+            if ls > reach {
+                flush(&mut self.gaps, reach, ls, &mut n);
+                unc += ls - reach;
+            }
+            reach = le;
+            if reach >= y {
+                break;
+            }
+        }
+        if reach < y {
+            flush(&mut self.gaps, reach, y, &mut n);
+            unc += y - reach;
+        }
+        for &(p, q) in &pending[..n] {
+            self.gaps.add(p, q);
+        }
+        unc
+    }
+
+    /// The gaps (for tests).
+    pub fn gaps(&self) -> &GapSet {
+        &self.gaps
+    }
+}
