@@ -330,10 +330,10 @@ impl Default for SearchBudget {
             task_groupings: 16,
             local_move_batch: 32,
             duty_orders: 24,
-            blob_group_orders: 256,
-            lns_rounds: 4,
+            blob_group_orders: 1024,
+            lns_rounds: 6,
             lns_chains: 4,
-            lns_moves: 400,
+            lns_moves: 1000,
             lns_max_removed: 3,
             lns_late_acceptance: 64,
         }
