@@ -465,15 +465,15 @@ fn candidate_starts(
             if list.is_empty() {
                 continue;
             }
-            let picks = list.len().min(4);
+            let picks = list.len().min(2);
             for k in 0..picks {
-                let idx = if list.len() <= 4 {
+                let idx = if list.len() <= 2 {
                     k
                 } else {
                     below(rng, list.len() as u64) as usize
                 };
                 let (s_i, e_i, _) = list.get(idx).expect("index below len");
-                c.extend([s_i, e_i - d, e_i, s_i - d]);
+                c.extend([s_i, e_i - d]);
             }
         }
     }
