@@ -360,6 +360,25 @@ mod solve {
         );
     }
 
+    /// Solve a restricted master; a solver failure or an unusable status skips the bound
+    /// with the reason (an iteration limit still gives duals, which any certificate accepts).
+    fn solve_master(model: Model, which: &str) -> Result<highs::SolvedModel, LpBound> {
+        let solved = model
+            .try_solve()
+            .map_err(|e| LpBound::skipped(&format!("HiGHS failed on the {which} master: {e:?}")))?;
+        if matches!(
+            solved.status(),
+            HighsModelStatus::Optimal | HighsModelStatus::ReachedIterationLimit
+        ) {
+            Ok(solved)
+        } else {
+            Err(LpBound::skipped(&format!(
+                "HiGHS ended the {which} master with status {:?}",
+                solved.status()
+            )))
+        }
+    }
+
     /// The GPU configuration LP: minimise the total length of instants, each holding a
     /// feasible set of attempts with pending requests, such that every attempt's request
     /// seconds are covered (aggregated by quota type, see [`GpuLpRows`]).
@@ -409,21 +428,10 @@ mod solve {
         let mut rounds = 0u32;
         let mut status = LpStatus::BudgetExhausted;
         loop {
-            let solved = match model.try_solve() {
+            let solved = match solve_master(model, "GPU") {
                 Ok(s) => s,
-                Err(e) => {
-                    return LpBound::skipped(&format!("HiGHS failed on the GPU master: {e:?}"));
-                }
+                Err(skipped) => return skipped,
             };
-            if !matches!(
-                solved.status(),
-                HighsModelStatus::Optimal | HighsModelStatus::ReachedIterationLimit
-            ) {
-                return LpBound::skipped(&format!(
-                    "HiGHS ended the GPU master with status {:?}",
-                    solved.status()
-                ));
-            }
             master = Some(solved.objective_value());
             let duals = solved.get_solution().dual_rows().to_vec();
             let mut y: Vec<Vec<f64>> = Vec::with_capacity(rows.len());
@@ -622,21 +630,10 @@ mod solve {
         let mut rounds = 0u32;
         let mut status = LpStatus::BudgetExhausted;
         loop {
-            let solved = match model.try_solve() {
+            let solved = match solve_master(model, "cache") {
                 Ok(s) => s,
-                Err(e) => {
-                    return LpBound::skipped(&format!("HiGHS failed on the cache master: {e:?}"));
-                }
+                Err(skipped) => return skipped,
             };
-            if !matches!(
-                solved.status(),
-                HighsModelStatus::Optimal | HighsModelStatus::ReachedIterationLimit
-            ) {
-                return LpBound::skipped(&format!(
-                    "HiGHS ended the cache master with status {:?}",
-                    solved.status()
-                ));
-            }
             master = Some(solved.objective_value());
             let duals = solved.get_solution().dual_rows().to_vec();
             let pi: Vec<f64> = duals[..classes.len()].iter().map(|v| v.max(0.0)).collect();

@@ -25,6 +25,29 @@ fn assert_near(actual: f64, expected: f64, what: &str) {
     );
 }
 
+/// K = 2; blob x (1 GiB) used by one 4-s attempt, blob y (1 GiB) by four 2-s attempts,
+/// with the given requests.
+fn two_blobs(x_requests: &[(f64, f64)], y_requests: &[(f64, f64)]) -> replay::WorkloadInstance {
+    let mut attempts = vec![attempt("x1", 0.0, 4.0, x_requests, 1.0, 1.0, &[0])];
+    for i in 0..4 {
+        attempts.push(attempt(
+            &format!("y{i}"),
+            f64::from(i + 1),
+            2.0,
+            y_requests,
+            1.0,
+            1.0,
+            &[1],
+        ));
+    }
+    instance(
+        WorkloadId::Tmax,
+        caps(2, 100.0, 100.0, 8),
+        attempts,
+        vec![blob("x", GIB), blob("y", GIB)],
+    )
+}
+
 /// The default budget, with every shared blob in the cache LP (the default needs 8 users).
 fn small() -> LpBoundsConfig {
     LpBoundsConfig {
@@ -78,24 +101,7 @@ fn configuration_lp_captures_k_and_the_caps_jointly() {
 /// bounds give 4 + 4; the fluid LP, with the deadline as a constraint, reaches 10.
 #[test]
 fn fluid_lp_charges_the_sharing_the_deadline_forces() {
-    let mut attempts = vec![attempt("x1", 0.0, 4.0, &[], 1.0, 1.0, &[0])];
-    for i in 0..4 {
-        attempts.push(attempt(
-            &format!("y{i}"),
-            f64::from(i + 1),
-            2.0,
-            &[],
-            1.0,
-            1.0,
-            &[1],
-        ));
-    }
-    let inst = instance(
-        WorkloadId::Tmax,
-        caps(2, 100.0, 100.0, 8),
-        attempts,
-        vec![blob("x", GIB), blob("y", GIB)],
-    );
+    let inst = two_blobs(&[], &[]);
     let g = GridInstance::new(&inst);
     let (starts, d) = fifo(&g);
     assert_eq!(d, 6 * NS);
@@ -110,24 +116,7 @@ fn fluid_lp_charges_the_sharing_the_deadline_forces() {
 /// disabled, both are skipped with the reason.
 #[test]
 fn budget_and_skip_are_reported() {
-    let mut attempts = vec![attempt("x1", 0.0, 4.0, &[(0.0, 4.0)], 1.0, 1.0, &[0])];
-    for i in 0..4 {
-        attempts.push(attempt(
-            &format!("y{i}"),
-            f64::from(i + 1),
-            2.0,
-            &[(0.0, 1.0)],
-            1.0,
-            1.0,
-            &[1],
-        ));
-    }
-    let inst = instance(
-        WorkloadId::Tmax,
-        caps(2, 100.0, 100.0, 8),
-        attempts,
-        vec![blob("x", GIB), blob("y", GIB)],
-    );
+    let inst = two_blobs(&[(0.0, 4.0)], &[(0.0, 1.0)]);
     let g = GridInstance::new(&inst);
     let (starts, d) = fifo(&g);
     let parts = blob_bound_parts(&g, d);
