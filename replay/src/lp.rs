@@ -347,8 +347,10 @@ mod solve {
     use std::collections::BTreeMap;
     use std::num::NonZeroU32;
 
-    /// Exploration limit of the GPU pricing search (nodes).
-    const GPU_PRICING_NODES: u64 = 50_000_000;
+    /// Exploration limit of the GPU pricing search (nodes; a fraction of a second). With
+    /// many quota types a search that hits it certifies with the caps-free upper bound
+    /// (valid, weaker) and its column is still added.
+    const GPU_PRICING_NODES: u64 = 5_000_000;
 
     fn quiet(model: &mut Model, cfg: &LpBoundsConfig) {
         model.make_quiet();
