@@ -18,7 +18,7 @@ use std::collections::BTreeSet;
 
 /// Most jumps of a feasible-start search from one candidate start (a candidate whose
 /// search needs more is dropped; the attempt's old start always remains a candidate).
-const FEASIBLE_STEPS: usize = 8;
+const FEASIBLE_STEPS: usize = 4;
 
 /// Which objective a chain minimizes (the other one breaks ties).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -424,6 +424,17 @@ impl StartState {
     }
 }
 
+/// Which ways a candidate start is pushed to the nearest feasible start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Search {
+    /// Forward and backward.
+    Both,
+    /// Forward only (a start aligned with another attempt's start).
+    Forward,
+    /// Backward only (an end aligned with another attempt's end).
+    Backward,
+}
+
 fn below(r: &mut ChaCha8Rng, n: u64) -> u64 {
     let zone = u64::MAX - (u64::MAX % n) - 1;
     loop {
@@ -443,18 +454,18 @@ fn candidate_starts(
     old: i64,
     objective: Objective,
     rng: &mut ChaCha8Rng,
-) -> Vec<i64> {
+) -> Vec<(i64, Search)> {
     let ju = j as usize;
     let d = g.duration[ju];
     let latest = (ctx.deadline - d).max(0);
-    let mut c = vec![old, 0];
+    let mut c = vec![(old, Search::Both), (0, Search::Both)];
     for _ in 0..3 {
-        c.push(below(rng, latest as u64 + 1) as i64);
+        c.push((below(rng, latest as u64 + 1) as i64, Search::Forward));
     }
     let near = d.max(1) as u64;
     for _ in 0..2 {
         let off = below(rng, 2 * near + 1) as i64 - near as i64;
-        c.push(old + off);
+        c.push((old + off, Search::Both));
     }
     if objective == Objective::Cache {
         // Align with the other users of the most specific blobs.
@@ -473,7 +484,8 @@ fn candidate_starts(
                     below(rng, list.len() as u64) as usize
                 };
                 let (s_i, e_i, _) = list.get(idx).expect("index below len");
-                c.extend([s_i, e_i - d]);
+                // Start with that user (searched forward) or end with it (backward).
+                c.extend([(s_i, Search::Forward), (e_i - d, Search::Backward)]);
             }
         }
     }
@@ -513,9 +525,14 @@ fn best_start(
     cands.sort_unstable();
     cands.dedup();
     let mut tried: Vec<i64> = Vec::with_capacity(cands.len() * 2);
-    for t in cands {
+    for (t, search) in cands {
         for forward in [true, false] {
-            if let Some(s) = st.feasible_start(g, ctx, j, t, forward) {
+            let wanted = match search {
+                Search::Both => true,
+                Search::Forward => forward,
+                Search::Backward => !forward,
+            };
+            if wanted && let Some(s) = st.feasible_start(g, ctx, j, t, forward) {
                 tried.push(s);
             }
         }
