@@ -521,17 +521,50 @@ fn best_start(
     objective: Objective,
     rng: &mut ChaCha8Rng,
 ) -> Option<i64> {
-    let mut cands = candidate_starts(g, ctx, st, j, old, objective, rng);
-    cands.sort_unstable();
-    cands.dedup();
-    let mut tried: Vec<i64> = Vec::with_capacity(cands.len() * 2);
-    for (t, search) in cands {
-        for forward in [true, false] {
-            let wanted = match search {
-                Search::Both => true,
-                Search::Forward => forward,
-                Search::Backward => !forward,
+    let latest = ctx.deadline - g.duration[j as usize];
+    // Clamp to [0, latest] (the searches clamp too) and merge the directions asked of
+    // equal starts, so no search runs twice.
+    let mut cands: Vec<(i64, bool, bool)> = candidate_starts(g, ctx, st, j, old, objective, rng)
+        .into_iter()
+        .map(|(t, search)| {
+            let t = t.clamp(0, latest.max(0));
+            let (f, b) = match search {
+                Search::Both => (true, true),
+                Search::Forward => (true, false),
+                Search::Backward => (false, true),
             };
+            // From 0 a backward search can only return 0, from `latest` a forward one only
+            // `latest`: the other direction checks the same start first.
+            if f && b && t <= 0 {
+                (t, true, false)
+            } else if f && b && t >= latest {
+                (t, false, true)
+            } else {
+                (t, f, b)
+            }
+        })
+        .collect();
+    cands.sort_unstable_by_key(|c| c.0);
+    let mut merged: Vec<(i64, bool, bool)> = Vec::with_capacity(cands.len());
+    for c in cands {
+        match merged.last_mut() {
+            Some(m) if m.0 == c.0 => {
+                m.1 |= c.1;
+                m.2 |= c.2;
+            }
+            _ => merged.push(c),
+        }
+    }
+    let mut tried: Vec<i64> = Vec::with_capacity(merged.len() * 2);
+    for (t, f, b) in merged {
+        if f && b && (t <= 0 || t >= latest) {
+            // Both directions check `t` first and the redundant one returns nothing else.
+            if let Some(s) = st.feasible_start(g, ctx, j, t, t <= 0) {
+                tried.push(s);
+            }
+            continue;
+        }
+        for (forward, wanted) in [(true, f), (false, b)] {
             if wanted && let Some(s) = st.feasible_start(g, ctx, j, t, forward) {
                 tried.push(s);
             }
