@@ -1,13 +1,35 @@
 //! Declared schemas of the audit's frames (rendered into `schemas/` and checked on write).
 
-use frames::schema::{ColumnType::*, FrameSpec, col};
+use frames::schema::{ColumnSpec, ColumnType::*, FrameSpec, col};
+
+// Columns several frames share: every row traces to its workload, attempt and archive.
+const WORKLOAD: ColumnSpec = col("workload", Str, false, "tmax or deepswe");
+const ATTEMPT_ID: ColumnSpec = col("attempt_id", Str, false, "attempt id");
+const ARCHIVE_ID: ColumnSpec = col(
+    "archive_id",
+    Str,
+    false,
+    "manifest id of the original archive",
+);
+const ARCHIVE_SHA256: ColumnSpec = col(
+    "archive_sha256",
+    Str,
+    false,
+    "SHA256 of the verified original archive",
+);
+const MEMBER_PREFIX: ColumnSpec = col(
+    "member_prefix",
+    Str,
+    false,
+    "attempt directory inside the archive",
+);
 
 /// `attempts.parquet`.
 pub const ATTEMPTS: FrameSpec = FrameSpec {
     name: "attempts",
     doc: "One row per attempt directory found in any archive (census, pilot, included and excluded).",
     columns: &[
-        col("workload", Str, false, "tmax or deepswe"),
+        WORKLOAD,
         col(
             "task_id",
             Str,
@@ -26,24 +48,9 @@ pub const ATTEMPTS: FrameSpec = FrameSpec {
             true,
             "census or pilot (null when the identity file is unreadable)",
         ),
-        col(
-            "archive_id",
-            Str,
-            false,
-            "manifest id of the original archive",
-        ),
-        col(
-            "archive_sha256",
-            Str,
-            false,
-            "SHA256 of the verified original archive",
-        ),
-        col(
-            "member_prefix",
-            Str,
-            false,
-            "attempt directory inside the archive",
-        ),
+        ARCHIVE_ID,
+        ARCHIVE_SHA256,
+        MEMBER_PREFIX,
         col(
             "gen_start",
             F64,
@@ -123,8 +130,8 @@ pub const REQUESTS: FrameSpec = FrameSpec {
     name: "requests",
     doc: "One row per kept request interval (clipped to the generation lifetime and merged), every attempt with a readable identity.",
     columns: &[
-        col("workload", Str, false, "tmax or deepswe"),
-        col("attempt_id", Str, false, "attempt id"),
+        WORKLOAD,
+        ATTEMPT_ID,
         col(
             "seqs",
             ListU64,
@@ -143,18 +150,8 @@ pub const REQUESTS: FrameSpec = FrameSpec {
             false,
             "end (exclusive), seconds after gen_start",
         ),
-        col(
-            "archive_sha256",
-            Str,
-            false,
-            "SHA256 of the verified original archive",
-        ),
-        col(
-            "member_prefix",
-            Str,
-            false,
-            "attempt directory inside the archive",
-        ),
+        ARCHIVE_SHA256,
+        MEMBER_PREFIX,
     ],
 };
 
@@ -163,8 +160,8 @@ pub const CLIPPING: FrameSpec = FrameSpec {
     name: "clipping",
     doc: "One row per clip, drop, merge or timing anomaly; times are absolute UTC epoch seconds.",
     columns: &[
-        col("workload", Str, false, "tmax or deepswe"),
-        col("attempt_id", Str, false, "attempt id"),
+        WORKLOAD,
+        ATTEMPT_ID,
         col("seqs", ListU64, false, "request sequence numbers concerned"),
         col(
             "raw_start",
@@ -203,18 +200,8 @@ pub const CLIPPING: FrameSpec = FrameSpec {
             "missing_timer, orphan_timer, before_generation_start, after_generation_end, outside_generation or merged_overlap",
         ),
         col("included", Bool, false, "the attempt is in the cohort"),
-        col(
-            "archive_sha256",
-            Str,
-            false,
-            "SHA256 of the verified original archive",
-        ),
-        col(
-            "member_prefix",
-            Str,
-            false,
-            "attempt directory inside the archive",
-        ),
+        ARCHIVE_SHA256,
+        MEMBER_PREFIX,
     ],
 };
 
@@ -223,8 +210,8 @@ pub const EXCLUSIONS: FrameSpec = FrameSpec {
     name: "exclusions",
     doc: "One row per attempt not in its workload's cohort, with the reason and the evidence.",
     columns: &[
-        col("workload", Str, false, "tmax or deepswe"),
-        col("attempt_id", Str, false, "attempt id"),
+        WORKLOAD,
+        ATTEMPT_ID,
         col("task_id", Str, true, "task id"),
         col("run", Str, true, "census or pilot"),
         col(
@@ -234,18 +221,8 @@ pub const EXCLUSIONS: FrameSpec = FrameSpec {
             "execution_exception, infrastructure_failure, superseded_by_census, duplicate_attempt, malformed_record or missing_file",
         ),
         col("detail", Str, false, "what was found"),
-        col(
-            "archive_id",
-            Str,
-            false,
-            "manifest id of the original archive",
-        ),
-        col(
-            "archive_sha256",
-            Str,
-            false,
-            "SHA256 of the verified original archive",
-        ),
+        ARCHIVE_ID,
+        ARCHIVE_SHA256,
         col(
             "member_path",
             Str,
@@ -276,21 +253,11 @@ pub const ATTEMPT_BLOBS: FrameSpec = FrameSpec {
     name: "attempt_blobs",
     doc: "One row per (attempt, image layer) use.",
     columns: &[
-        col("workload", Str, false, "tmax or deepswe"),
-        col("attempt_id", Str, false, "attempt id"),
+        WORKLOAD,
+        ATTEMPT_ID,
         col("digest", Str, false, "sha256:<hex>"),
-        col(
-            "archive_sha256",
-            Str,
-            false,
-            "SHA256 of the verified original archive",
-        ),
-        col(
-            "member_prefix",
-            Str,
-            false,
-            "attempt directory inside the archive",
-        ),
+        ARCHIVE_SHA256,
+        MEMBER_PREFIX,
     ],
 };
 

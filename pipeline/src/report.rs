@@ -539,23 +539,12 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
         d.bounds.f64s("best_found_h")?,
         d.bounds.f64s("gap_pct")?,
     );
-    let n_rows = bw.len();
-    let vb = d
-        .bounds
-        .f64s("best_bound_h")
-        .unwrap_or_else(|_| vec![None; n_rows]);
-    let cg = d
-        .bounds
-        .f64s("certified_gap_pct")
-        .unwrap_or_else(|_| vec![None; n_rows]);
-    let lpb = d
-        .bounds
-        .f64s("lp_bound_h")
-        .unwrap_or_else(|_| vec![None; n_rows]);
-    let lps = d
-        .bounds
-        .opt_strs("lp_status")
-        .unwrap_or_else(|_| vec![None; n_rows]);
+    let (vb, cg, lpb) = (
+        d.bounds.f64s("best_bound_h")?,
+        d.bounds.f64s("certified_gap_pct")?,
+        d.bounds.f64s("lp_bound_h")?,
+    );
+    let lps = d.bounds.opt_strs("lp_status")?;
     for i in 0..bw.len() {
         let lp = match (lpb[i], lps[i].as_deref()) {
             (Some(v), Some(status)) => format!("{} ({})", fmt_h(Some(v)), status.replace('_', " ")),

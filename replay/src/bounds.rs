@@ -204,6 +204,17 @@ pub fn blob_bound_parts(g: &GridInstance, deadline: i64) -> Vec<BlobBoundParts> 
 
 /// The stronger bounds of a workload with deadline `deadline` (ns).
 pub fn strong_bounds(g: &GridInstance, gpus: u32, deadline: i64) -> StrongBounds {
+    strong_bounds_from(g, gpus, deadline, &blob_bound_parts(g, deadline))
+}
+
+/// [`strong_bounds`] from per-blob parts already computed by [`blob_bound_parts`] for the
+/// same deadline (the stage also hands them to the LP bounds).
+pub fn strong_bounds_from(
+    g: &GridInstance,
+    gpus: u32,
+    deadline: i64,
+    per_blob: &[BlobBoundParts],
+) -> StrongBounds {
     let n = g.len();
     let all: Vec<u32> = (0..n as u32).collect();
     let kp = k_prime(g, &all);
@@ -243,7 +254,6 @@ pub fn strong_bounds(g: &GridInstance, gpus: u32, deadline: i64) -> StrongBounds
     };
 
     // Cache: per blob, the users' lifetimes.
-    let per_blob = blob_bound_parts(g, deadline);
     let (mut c_machine, mut c_cpu, mut c_ram, mut c_comp, mut c_best) =
         (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
     for (b, parts) in per_blob.iter().enumerate() {

@@ -605,6 +605,26 @@ pub fn cache_byte_ns(
     sum
 }
 
+/// The exact evaluation of arbitrary starts (not necessarily a list schedule): makespan,
+/// GPU union and cache byte-ns from scratch with the evaluator's sweeps.
+pub fn evaluate_starts(g: &GridInstance, starts: &[i64], scratch: &mut Scratch) -> Evaluation {
+    let makespan = starts
+        .iter()
+        .zip(&g.duration)
+        .map(|(s, d)| s + d)
+        .max()
+        .unwrap_or(0);
+    let gpu_union = gpu_union(g, starts, makespan, scratch);
+    let order = start_order_of(starts);
+    let cache_byte_ns = cache_byte_ns(g, starts, &order, scratch);
+    Evaluation {
+        starts: starts.to_vec(),
+        makespan,
+        gpu_union,
+        cache_byte_ns,
+    }
+}
+
 /// Attempts sorted by (start, index): the sweep order of [`cache_byte_ns`] for any starts.
 pub fn start_order_of(starts: &[i64]) -> Vec<u32> {
     let mut order: Vec<u32> = (0..starts.len() as u32).collect();

@@ -249,12 +249,13 @@ fn replay_workload(
     let deadline_ns = outcome.fifo.eval.makespan;
     let deadline_s = evaluate::ns_to_s(deadline_ns);
     let lower_bounds = accounting::lower_bounds(&g, gpus);
-    let strong_bounds = bounds::strong_bounds(&g, gpus, deadline_ns);
+    let per_blob = bounds::blob_bound_parts(&g, deadline_ns);
+    let strong_bounds = bounds::strong_bounds_from(&g, gpus, deadline_ns, &per_blob);
     let lp_bounds = lp::lp_bounds(
         &g,
         gpus,
         deadline_ns,
-        &bounds::blob_bound_parts(&g, deadline_ns),
+        &per_blob,
         &outcome.fifo.eval.starts,
         lp_config,
     );

@@ -10,7 +10,7 @@
 //! lifetime, both read from the gap sets of the others' covers ([`crate::cover`]).
 
 use crate::cover::{BlobCover, RequestCover};
-use crate::evaluate::{GridInstance, Scratch, cache_byte_ns, gpu_union, start_order_of};
+use crate::evaluate::{GridInstance, Scratch, evaluate_starts};
 use crate::profile::{StepProfile, Use};
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::RngCore;
@@ -202,16 +202,9 @@ impl StartState {
             .zip(&ctx.blob_dmax)
             .map(|(l, &d)| BlobCover::from_lifetimes(l, d))
             .collect();
-        let makespan = starts
-            .iter()
-            .zip(&g.duration)
-            .map(|(s, d)| s + d)
-            .max()
-            .unwrap_or(0);
-        let mut scratch = Scratch::new();
-        st.gpu_union = gpu_union(g, starts, makespan, &mut scratch);
-        let order = start_order_of(starts);
-        st.cache_byte_ns = cache_byte_ns(g, starts, &order, &mut scratch);
+        let exact = evaluate_starts(g, starts, &mut Scratch::new());
+        st.gpu_union = exact.gpu_union;
+        st.cache_byte_ns = exact.cache_byte_ns;
         st
     }
 
@@ -798,7 +791,7 @@ pub fn run_chain(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::{Plan, evaluate};
+    use crate::evaluate::{Plan, cache_byte_ns, evaluate, gpu_union, start_order_of};
     use crate::synthetic::{SyntheticShape, synthetic_instance};
     use rand_chacha::rand_core::SeedableRng;
 

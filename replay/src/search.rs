@@ -12,9 +12,7 @@
 
 use crate::accounting::{cache_hours, gpu_hours};
 use crate::error::ReplayError;
-use crate::evaluate::{
-    Evaluation, GridInstance, Plan, Scratch, cache_byte_ns, evaluate, gpu_union, start_order_of,
-};
+use crate::evaluate::{Evaluation, GridInstance, Plan, Scratch, evaluate, evaluate_starts};
 use crate::input::WorkloadInstance;
 use crate::lns::{ChainParams, LnsContext, Objective, run_chain};
 use rand_chacha::ChaCha8Rng;
@@ -1202,7 +1200,7 @@ pub fn search_workload(
             .map_init(Scratch::new, |scratch, name| {
                 let order = st.priority_order(name);
                 let e = crate::lns::first_fit_schedule(g, &ctx, &order)
-                    .map(|starts| exact_evaluation(g, &starts, scratch));
+                    .map(|starts| evaluate_starts(g, &starts, scratch));
                 (None, e)
             })
             .collect()
@@ -1229,7 +1227,7 @@ pub fn search_workload(
                         (Some(plan), e)
                     } else {
                         let e = crate::lns::first_fit_schedule(g, &ctx, &order)
-                            .map(|starts| exact_evaluation(g, &starts, scratch));
+                            .map(|starts| evaluate_starts(g, &starts, scratch));
                         (None, e)
                     }
                 })
@@ -1301,7 +1299,7 @@ pub fn search_workload(
                 points
                     .par_iter()
                     .map_init(Scratch::new, |scratch, (_, _, starts)| {
-                        exact_evaluation(g, starts, scratch)
+                        evaluate_starts(g, starts, scratch)
                     })
                     .collect()
             });
@@ -1351,26 +1349,6 @@ pub fn search_workload(
             workload: inst.workload.to_string(),
             detail: "the FIFO plan could not be scheduled".into(),
         }),
-    }
-}
-
-/// The exact evaluation of arbitrary feasible starts (GPU union and cache byte-ns from
-/// scratch with the evaluator's sweeps).
-pub fn exact_evaluation(g: &GridInstance, starts: &[i64], scratch: &mut Scratch) -> Evaluation {
-    let makespan = starts
-        .iter()
-        .zip(&g.duration)
-        .map(|(s, d)| s + d)
-        .max()
-        .unwrap_or(0);
-    let gpu = gpu_union(g, starts, makespan, scratch);
-    let order = start_order_of(starts);
-    let cache = cache_byte_ns(g, starts, &order, scratch);
-    Evaluation {
-        starts: starts.to_vec(),
-        makespan,
-        gpu_union: gpu,
-        cache_byte_ns: cache,
     }
 }
 
@@ -1522,7 +1500,7 @@ fn blob_group_search(
                     } else {
                         crate::lns::first_fit_schedule(g, ctx, &order)
                     }
-                    .map(|starts| exact_evaluation(g, &starts, scratch))
+                    .map(|starts| evaluate_starts(g, &starts, scratch))
                 })
                 .collect()
         });

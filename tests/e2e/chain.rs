@@ -214,8 +214,7 @@ fn frames_open_in_pyarrow_with_the_documented_schema() {
 
 #[test]
 fn help_explains_each_stage_in_a_line() {
-    let out = Command::new(pipeline_bin()).arg("--help").output().unwrap();
-    assert!(out.status.success());
+    let out = common::run_ok(Command::new(pipeline_bin()).arg("--help"));
     let text = String::from_utf8_lossy(&out.stdout);
     let stages: Vec<&str> = text
         .lines()
@@ -243,15 +242,10 @@ fn a_different_build_reruns_the_stages() {
     let cfg = demo(d.path());
     let bin = pipeline_bin();
     let stages_skipped = |exe: &Path| -> Vec<bool> {
-        let out = Command::new(exe)
-            .args(["run", "--quiet", "--json"])
-            .arg(&cfg)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = common::run_ok(
+            Command::new(exe)
+                .args(["run", "--quiet", "--json"])
+                .arg(&cfg),
         );
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         v["stages"]

@@ -56,16 +56,7 @@ fn killed_audit_and_replay_leave_no_torn_frames() {
             assert_no_torn_outputs(&run);
         }
         // A rerun after the kills completes.
-        let out = Command::new(stage)
-            .arg("--config")
-            .arg(&cfg_path)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::run_ok(Command::new(stage).arg("--config").arg(&cfg_path));
         assert_no_torn_outputs(&run);
     }
     // And the replay's outputs agree with a clean in-process run's.

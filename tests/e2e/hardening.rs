@@ -83,25 +83,15 @@ fn killed_ingest_leaves_only_verified_files_and_reruns_cleanly() {
         let _ = child.wait();
         assert_store_verified(&run);
     }
-    let out = Command::new(&ingest)
-        .arg("--config")
-        .arg(&cfg)
-        .arg("--quiet")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::run_ok(
+        Command::new(&ingest)
+            .arg("--config")
+            .arg(&cfg)
+            .arg("--quiet"),
     );
     assert_eq!(assert_store_verified(&run), 3);
     // A second rerun finds everything in the store.
-    let out = Command::new(&ingest)
-        .arg("--config")
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
+    let out = common::run_ok(Command::new(&ingest).arg("--config").arg(&cfg));
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(text.contains("nothing downloaded"), "{text}");

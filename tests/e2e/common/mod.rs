@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Command, Output};
 
 /// Build a workspace binary (cargo builds them only for their own package's tests) and
 /// return its path beside this test's deps directory.
@@ -18,4 +18,16 @@ pub fn bin(name: &str) -> PathBuf {
         p.pop();
     }
     p.join(name)
+}
+
+/// Run a command to completion and assert that it succeeded, showing its stderr otherwise.
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{:?} failed: {}",
+        cmd.get_program(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
 }
