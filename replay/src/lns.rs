@@ -140,6 +140,18 @@ struct StartState {
     cover: Option<RequestCover>,
     /// Running count, cores and memory over time.
     profile: StepProfile,
+    /// Whether each attempt is placed.
+    placed: Vec<bool>,
+    /// Whether the request cover follows every insert and remove at once (the GPU chain
+    /// reads it at every candidate start), or only when [`StartState::sync_cover`] runs.
+    eager_cover: bool,
+    /// Per attempt, the start its requests have in the cover (`None`: not in it).
+    cover_at: Vec<Option<i64>>,
+    /// Attempts inserted or removed since the cover was last brought up to date.
+    stale: Vec<u32>,
+    /// Whether each attempt is in `stale`.
+    is_stale: Vec<bool>,
+    /// GPU union of the requests in the cover (current after a sync).
     gpu_union: i64,
     cache_byte_ns: u128,
 }
@@ -168,6 +180,11 @@ impl StartState {
                 )
             }),
             profile: StepProfile::new(mean),
+            placed: vec![false; g.len()],
+            eager_cover: true,
+            cover_at: vec![None; g.len()],
+            stale: Vec::new(),
+            is_stale: vec![false; g.len()],
             gpu_union: 0,
             cache_byte_ns: 0,
         }
@@ -186,6 +203,7 @@ impl StartState {
             for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
                 lives[b as usize].push((s, e, j32));
             }
+            st.cover_at[j] = Some(s);
             let cover = st.cover.as_mut().expect("covers");
             for k in g.request_first[j]..g.request_first[j + 1] {
                 let (x, y) = (s + g.request_start[k], s + g.request_end[k]);
@@ -297,6 +315,7 @@ impl StartState {
         let ju = j as usize;
         let e = s + g.duration[ju];
         self.starts[ju] = s;
+        self.placed[ju] = true;
         self.life.insert((s, e, j));
         self.by_end.insert((e, j));
         if e > s {
@@ -309,6 +328,7 @@ impl StartState {
         let ju = j as usize;
         let s = self.starts[ju];
         let e = s + g.duration[ju];
+        self.placed[ju] = false;
         self.life.remove(&(s, e, j));
         self.by_end.remove(&(e, j));
         if e > s {
@@ -321,9 +341,10 @@ impl StartState {
         self.place_profile(g, j, s);
         let ju = j as usize;
         let e = s + g.duration[ju];
-        let cover = self.cover.as_mut().expect("covers");
-        for k in g.request_first[ju]..g.request_first[ju + 1] {
-            self.gpu_union += cover.insert(s + g.request_start[k], s + g.request_end[k], k as u32);
+        if self.eager_cover {
+            self.cover_insert(g, j, s);
+        } else {
+            self.mark_stale(j);
         }
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
             let unc = self.blobs[b as usize].insert(s, e, j);
@@ -337,14 +358,72 @@ impl StartState {
         let s = self.starts[ju];
         let e = s + g.duration[ju];
         self.unplace_profile(g, j);
-        let cover = self.cover.as_mut().expect("covers");
-        for k in g.request_first[ju]..g.request_first[ju + 1] {
-            self.gpu_union -= cover.remove(s + g.request_start[k], s + g.request_end[k], k as u32);
+        if self.eager_cover {
+            self.cover_remove(g, j, s);
+        } else {
+            self.mark_stale(j);
         }
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
             let unc = self.blobs[b as usize].remove(s, e, j);
             self.cache_byte_ns -= u128::from(g.blob_bytes[b as usize]) * unc as u128;
         }
+    }
+
+    /// Put `j`'s requests at start `s` into the cover.
+    fn cover_insert(&mut self, g: &GridInstance, j: u32, s: i64) {
+        let ju = j as usize;
+        let cover = self.cover.as_mut().expect("covers");
+        for k in g.request_first[ju]..g.request_first[ju + 1] {
+            self.gpu_union += cover.insert(s + g.request_start[k], s + g.request_end[k], k as u32);
+        }
+        self.cover_at[ju] = Some(s);
+    }
+
+    /// Take `j`'s requests (at start `s`) out of the cover.
+    fn cover_remove(&mut self, g: &GridInstance, j: u32, s: i64) {
+        let ju = j as usize;
+        let cover = self.cover.as_mut().expect("covers");
+        for k in g.request_first[ju]..g.request_first[ju + 1] {
+            self.gpu_union -= cover.remove(s + g.request_start[k], s + g.request_end[k], k as u32);
+        }
+        self.cover_at[ju] = None;
+    }
+
+    fn mark_stale(&mut self, j: u32) {
+        if !self.is_stale[j as usize] {
+            self.is_stale[j as usize] = true;
+            self.stale.push(j);
+        }
+    }
+
+    /// Bring the request cover and the GPU union up to date with the placed attempts. An
+    /// attempt taken out and put back at the same start costs nothing (the cache chain's
+    /// rejected moves and most of its accepted ones).
+    fn sync_cover(&mut self, g: &GridInstance) {
+        let stale = std::mem::take(&mut self.stale);
+        // Removals first, then insertions: the union's value does not depend on the order,
+        // and the cover's state does not either (its gaps are those of the union).
+        for &j in &stale {
+            let ju = j as usize;
+            let want = self.placed[ju].then_some(self.starts[ju]);
+            if let Some(at) = self.cover_at[ju]
+                && want != Some(at)
+            {
+                self.cover_remove(g, j, at);
+            }
+        }
+        for &j in &stale {
+            let ju = j as usize;
+            self.is_stale[ju] = false;
+            let want = self.placed[ju].then_some(self.starts[ju]);
+            if let Some(s) = want
+                && self.cover_at[ju].is_none()
+            {
+                self.cover_insert(g, j, s);
+            }
+        }
+        self.stale = stale;
+        self.stale.clear();
     }
 
     /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
@@ -565,29 +644,26 @@ fn best_start(
     }
     tried.sort_unstable();
     tried.dedup();
-    let st = &*st;
     // Smallest (primary, secondary, end, start) wins; the end and start order as the start.
     // The primary objective is computed for every start (abandoned once above the best so
     // far), the secondary only for the starts that tie on the primary: the same winner as
     // computing both everywhere.
-    let primary = |s: i64, bound: u128| -> Option<u128> {
-        match objective {
-            Objective::Gpu => st
-                .gpu_uncovered_within(g, ctx, j, s, i64::try_from(bound).unwrap_or(i64::MAX))
-                .map(|v| v as u128),
-            Objective::Cache => st.cache_uncovered_within(g, j, s, bound),
-        }
-    };
-    let secondary = |s: i64| -> u128 {
-        match objective {
-            Objective::Gpu => st.cache_uncovered(g, j, s),
-            Objective::Cache => st.gpu_uncovered(g, ctx, j, s) as u128,
-        }
-    };
     let mut best_primary = u128::MAX;
     let mut ties: Vec<i64> = Vec::new();
     for &s in &tried {
-        if let Some(p) = primary(s, best_primary) {
+        let p = match objective {
+            Objective::Gpu => st
+                .gpu_uncovered_within(
+                    g,
+                    ctx,
+                    j,
+                    s,
+                    i64::try_from(best_primary).unwrap_or(i64::MAX),
+                )
+                .map(|v| v as u128),
+            Objective::Cache => st.cache_uncovered_within(g, j, s, best_primary),
+        };
+        if let Some(p) = p {
             if p < best_primary {
                 best_primary = p;
                 ties.clear();
@@ -596,10 +672,23 @@ fn best_start(
         }
     }
     if ties.len() <= 1 {
-        ties.first().copied()
-    } else {
-        ties.iter().map(|&s| (secondary(s), s)).min().map(|x| x.1)
+        return ties.first().copied();
     }
+    if objective == Objective::Cache {
+        // The GPU tie-break reads the request cover.
+        st.sync_cover(g);
+    }
+    let st = &*st;
+    ties.iter()
+        .map(|&s| {
+            let secondary = match objective {
+                Objective::Gpu => st.cache_uncovered(g, j, s),
+                Objective::Cache => st.gpu_uncovered(g, ctx, j, s) as u128,
+            };
+            (secondary, s)
+        })
+        .min()
+        .map(|x| x.1)
 }
 
 fn cost(st: &StartState, objective: Objective) -> u128 {
@@ -730,6 +819,9 @@ pub fn run_chain(
     rng: &mut ChaCha8Rng,
 ) -> ChainOutcome {
     let mut st = StartState::new(g, ctx, start);
+    // The cache chain brings the request cover up to date only where it is read: at a GPU
+    // tie-break and for the archive after an accepted move.
+    st.eager_cover = objective == Objective::Gpu;
     let mut out = ChainOutcome {
         archive: Vec::new(),
         moves: 0,
@@ -771,6 +863,7 @@ pub fn run_chain(
         let accept = ok && (after <= before || after <= history[slot]);
         if accept {
             out.accepted += 1;
+            st.sync_cover(g);
             archive_add(&mut out.archive, &st, m + 1);
         } else {
             if !ok {
