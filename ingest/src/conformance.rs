@@ -1,10 +1,11 @@
 //! Conformance checks every [`ArchiveSource`] backend must pass, run by the tests against the
 //! file, GCS (fake-gcs-server) and Hub (local Hub server) backends alike:
-//! exact bytes, continuation from a non-empty sink, not-found, no location, oversize refusal.
+//! exact bytes (and a fetch's own [`FetchInfo`]), continuation from a non-empty sink,
+//! not-found, no location, oversize refusal.
 
 use crate::error::FetchError;
 use crate::sink::{ByteSink, MemorySink};
-use crate::source::ArchiveSource;
+use crate::source::{ArchiveSource, FetchInfo, FetchMethod};
 use model::ArchiveSpec;
 use model::config::LocationKind;
 
@@ -47,12 +48,30 @@ pub async fn check_source(
             "{name}: uri() of an archive without a {name} location is Some"
         ));
     }
-    // 2. Exact bytes.
+    // 2. Exact bytes. The info handed in is stale: the source must reset it.
     let mut full = MemorySink::default();
+    let mut info = FetchInfo {
+        method: FetchMethod::Store,
+        resolved_commit: Some("stale".into()),
+        resumes: 99,
+        retries: 99,
+    };
     source
-        .fetch(good, &mut full)
+        .fetch(good, &mut full, &mut info)
         .await
         .map_err(|e| format!("{name}: fetching the good archive failed: {e}"))?;
+    let commit_ok = match kind {
+        LocationKind::Hf => info
+            .resolved_commit
+            .as_deref()
+            .is_some_and(|c| c != "stale"),
+        _ => info.resolved_commit.is_none(),
+    };
+    if info.method == FetchMethod::Store || !commit_ok || info.resumes == 99 || info.retries == 99 {
+        return Err(format!(
+            "{name}: the fetch did not reset and fill in the FetchInfo handed to it: {info:?}"
+        ));
+    }
     if full.sha256() != good.sha256 || full.data.len() as u64 != good.bytes {
         return Err(format!(
             "{name}: got sha256 {} ({} bytes), expected {} ({} bytes)",
@@ -68,7 +87,7 @@ pub async fn check_source(
         data: full.data[..k].to_vec(),
     };
     source
-        .fetch(good, &mut partial)
+        .fetch(good, &mut partial, &mut FetchInfo::default())
         .await
         .map_err(|e| format!("{name}: continuing from byte {k} failed: {e}"))?;
     if partial.data != full.data {
@@ -80,7 +99,10 @@ pub async fn check_source(
     }
     // 4. Not found.
     let mut sink = MemorySink::default();
-    match source.fetch(missing, &mut sink).await {
+    match source
+        .fetch(missing, &mut sink, &mut FetchInfo::default())
+        .await
+    {
         Err(FetchError::NotFound { .. }) => {}
         other => {
             return Err(format!(
@@ -89,7 +111,10 @@ pub async fn check_source(
         }
     }
     // 5. No location of this kind.
-    match source.fetch(&without, &mut sink).await {
+    match source
+        .fetch(&without, &mut sink, &mut FetchInfo::default())
+        .await
+    {
         Err(FetchError::NotFound { .. }) => {}
         other => {
             return Err(format!(
@@ -101,7 +126,10 @@ pub async fn check_source(
     let mut smaller = good.clone();
     smaller.bytes = good.bytes - 1;
     let mut sink = MemorySink::default();
-    match source.fetch(&smaller, &mut sink).await {
+    match source
+        .fetch(&smaller, &mut sink, &mut FetchInfo::default())
+        .await
+    {
         Err(FetchError::Oversize {
             advertised: Some(a),
             expected,

@@ -10,7 +10,7 @@ use crate::report::{ArchiveFailure, IngestReport};
 use crate::sink::{BlobSink, SinkError};
 use crate::source::gcs::GcsSettings;
 use crate::source::hf::HfSettings;
-use crate::source::{ArchiveSource, FetchMethod, FileSource, GcsSource, HfSource};
+use crate::source::{ArchiveSource, FetchInfo, FetchMethod, FileSource, GcsSource, HfSource};
 use crate::store::{Store, StoreCheck};
 use model::ArchiveSpec;
 use model::LoadedConfig;
@@ -483,23 +483,23 @@ async fn fetch_location(
     let mut sink = BlobSink::create(&tmp, a.bytes, ctx.progress.clone()).map_err(sink_fatal)?;
     let started = Instant::now();
     out.fetches += 1;
-    let result = source.fetch(a, &mut sink).await;
+    let mut info = FetchInfo::default();
+    let result = source.fetch(a, &mut sink, &mut info).await;
+    // What the fetch learned counts whether or not it succeeded.
     let mut facts = FetchFacts {
         archive_id: a.archive_id.clone(),
         location_kind: source.kind().as_str(),
         verdict: "",
         bytes: 0,
         elapsed_s: 0.0,
-        resumes: 0,
-        retries: 0,
+        resumes: info.resumes,
+        retries: info.retries,
     };
     match result {
-        Ok(info) => {
+        Ok(()) => {
             let blob = sink.finish().map_err(sink_fatal)?;
             out.downloaded += blob.bytes;
             facts.bytes = blob.bytes;
-            facts.resumes = info.resumes;
-            facts.retries = info.retries;
             row.actual_sha256 = Some(blob.sha256.clone());
             row.actual_bytes = Some(blob.bytes);
             row.method = Some(info.method.as_str().into());
@@ -549,7 +549,12 @@ async fn fetch_location(
                 Verdict::Error
             };
             row.error = Some(e.to_string());
-            row.resolved_commit = e.resolved_commit().map(str::to_string);
+            // The commit the Hub resolved to before the failure, else the one a pin
+            // mismatch names.
+            row.resolved_commit = info
+                .resolved_commit
+                .clone()
+                .or_else(|| e.resolved_commit().map(str::to_string));
             out.failures.push(ArchiveFailure {
                 archive_id: a.archive_id.clone(),
                 location: uri.clone(),

@@ -35,6 +35,17 @@ pub enum FetchError {
         /// `X-Repo-Commit` of the answer.
         served: String,
     },
+    /// Re-resolving an expired content URL, the Hub announced another commit, etag or size
+    /// than its first answer for the same pinned shard.
+    #[error(
+        "{uri}: the Hub's answer changed when the expired content URL was re-resolved ({changes}); the bytes under a pinned commit must not change"
+    )]
+    ResolveChanged {
+        /// The location.
+        uri: String,
+        /// What changed, e.g. `X-Linked-Size 10240 -> 10247`.
+        changes: String,
+    },
     /// GCS served another generation than the pinned one.
     #[error(
         "{uri}: the server answered with generation {served} for the pinned generation {pinned}"
@@ -133,6 +144,9 @@ impl FetchError {
             }
             FetchError::CommitMismatch { .. } => {
                 "the endpoint does not serve the pinned commit; check hf_revision and HF_ENDPOINT"
+            }
+            FetchError::ResolveChanged { .. } => {
+                "the Hub announced other bytes for the pinned commit during the fetch; rerun, and check HF_ENDPOINT if it persists"
             }
             FetchError::GenerationMismatch { .. } => {
                 "the endpoint ignores generation pins; use a server that honours `generation`"

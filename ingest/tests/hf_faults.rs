@@ -1,12 +1,14 @@
 //! Hub faults against the local Hub server: a commit that differs from the pin, an unknown
 //! revision, 429 then success, a body dropped mid-way then resumed by range, a wrong
 //! announced size, tampered bytes, a required token (sent to the Hub only), a content host
-//! that ignores Range (shard scan). Each leaves only verified blobs in the store.
+//! that ignores Range (shard scan), signed content URLs that expire (re-resolved; refused
+//! when the content host never accepts them or the Hub's answer changes), and the ledger row
+//! of a fetch that failed after its resolve. Each leaves only verified blobs in the store.
 
 mod common;
 
 use common::*;
-use ingest::testkit::{HubFaults, HubRole};
+use ingest::testkit::{HubFaults, HubRole, ResolveChange};
 use ingest::{EnvOverrides, FetchError, HfToken, IngestOptions, Verdict};
 use model::config::LocationKind::Hf;
 
@@ -309,4 +311,312 @@ fn a_content_host_ignoring_range_is_read_by_shard_scan() {
         .map(|f| f["resumes"].as_u64().unwrap())
         .sum();
     assert_eq!(resumes, 1, "the dropped scan restarted once");
+}
+
+/// (role, method, range, status, sig) of every request the Hub saw.
+type Seen = (HubRole, String, Option<String>, u16, Option<String>);
+
+fn seen(hub: &ingest::testkit::HubServer) -> Vec<Seen> {
+    hub.requests()
+        .into_iter()
+        .map(|r| {
+            let sig = r
+                .target
+                .split_once("sig=")
+                .map(|(_, v)| v.split('&').next().unwrap_or("").to_string());
+            (r.role, r.method, r.range, r.status, sig)
+        })
+        .collect()
+}
+
+fn run_facts(report_run_json: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(report_run_json).unwrap()).unwrap()
+}
+
+#[test]
+fn expired_content_urls_are_re_resolved_and_the_fetch_continues_where_it_was() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    // Archive 2 is the third member of shard 0: three header reads, then its body.
+    let a = &c.archives()[2];
+    assert_eq!(c.summary.archives[2].shard, "raw/shard-00000.tar");
+    let rows = vec![c.rows()[2].clone()];
+    let secret = "hf_signed_url_token";
+    hub.set_faults(HubFaults {
+        signed_url_uses: Some(2),
+        drop_content_after: Some(2000),
+        require_token: Some(secret.into()),
+        ..HubFaults::default()
+    });
+    let cfg = c.pipeline("hf-signed", &rows, &[Hf], None, Some(hub.endpoint()));
+    let with_token = IngestOptions {
+        env: EnvOverrides {
+            hf_token: Some(HfToken::new(secret)),
+            ..EnvOverrides::default()
+        },
+        ..opts()
+    };
+    let report = ingest::run(&cfg, &with_token).expect("expired URLs are re-resolved");
+    let row = &report.ledger[0];
+    assert_eq!(row.verdict, Verdict::Verified);
+    assert_eq!(row.method.as_deref(), Some("member_range"));
+    assert_eq!(row.actual_sha256.as_deref(), Some(a.sha256.as_str()));
+    assert_eq!(row.actual_bytes, Some(a.bytes));
+    assert_eq!(row.resolved_commit.as_deref(), Some(revision().as_str()));
+    assert_store_exactly(&cfg, std::slice::from_ref(&a.sha256));
+    assert_eq!(quarantine_files(&cfg), Vec::<String>::new());
+
+    // Headers of members 0 and 1 (sizes padded to 512), then member 2's header and body.
+    let shard = std::fs::read(c.root().join("shards/shard-00000.tar")).unwrap();
+    let padded = |n: u64| n.div_ceil(512) * 512;
+    let h1 = 512 + padded(c.archives()[0].bytes);
+    let h2 = h1 + 512 + padded(c.archives()[1].bytes);
+    let (start, end) = (h2 + 512, h2 + 512 + a.bytes - 1);
+    assert_eq!(
+        &shard[start as usize..=end as usize],
+        std::fs::read(&a.file.as_ref().unwrap().path).unwrap()
+    );
+    let hub_ok = (HubRole::Hub, "HEAD".to_string(), None, 302, None);
+    let get = |range: String, status: u16, sig: &str| {
+        (
+            HubRole::Content,
+            "GET".to_string(),
+            Some(range),
+            status,
+            Some(sig.to_string()),
+        )
+    };
+    assert_eq!(
+        seen(&hub),
+        vec![
+            hub_ok.clone(),
+            get("bytes=0-511".into(), 206, "1"),
+            get(format!("bytes={h1}-{}", h1 + 511), 206, "1"),
+            // Signature 1 has served its two requests: re-resolve, same range again.
+            get(format!("bytes={h2}-{}", h2 + 511), 403, "1"),
+            hub_ok.clone(),
+            get(format!("bytes={h2}-{}", h2 + 511), 206, "2"),
+            // The body breaks after 2000 bytes; the resume finds signature 2 used up.
+            get(format!("bytes={start}-{end}"), 206, "2"),
+            get(format!("bytes={}-{end}", start + 2000), 403, "2"),
+            hub_ok,
+            // The resume continues from the bytes the sink holds, at the new URL.
+            get(format!("bytes={}-{end}", start + 2000), 206, "3"),
+        ]
+    );
+    // The token went to every resolve and to no content request.
+    for r in hub.requests() {
+        match r.role {
+            HubRole::Hub => assert_eq!(r.authorization, Some(format!("Bearer {secret}"))),
+            HubRole::Content => assert_eq!(r.authorization, None, "token sent to the content host"),
+        }
+    }
+    let facts = run_facts(&report.run_json_path);
+    assert_eq!(facts["fetch_facts"][0]["retries"], 2, "two re-resolves");
+    assert_eq!(facts["fetch_facts"][0]["resumes"], 1);
+}
+
+#[test]
+fn a_content_host_refusing_every_url_ends_in_denied_after_bounded_re_resolves() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    hub.set_faults(HubFaults {
+        signed_url_uses: Some(0),
+        ..HubFaults::default()
+    });
+    let rows = vec![c.rows()[0].clone()];
+    // The pipeline's `ingest.retries` is 3: one resolve plus three re-resolves.
+    let cfg = c.pipeline("hf-expired", &rows, &[Hf], None, Some(hub.endpoint()));
+    assert_eq!(cfg.config.ingest.retries, 3);
+    let report = failed_report(ingest::run(&cfg, &opts()));
+    let row = &report.ledger[0];
+    assert_eq!(row.verdict, Verdict::Error);
+    assert_eq!(
+        row.error.as_deref(),
+        Some(
+            format!(
+                "{}: access denied (HTTP 403): the content host refused the request (Request has expired) after the URL was re-resolved 3 time(s)",
+                row.uri
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(row.resolved_commit.as_deref(), Some(revision().as_str()));
+    assert_eq!(row.actual_sha256, None);
+    let log = seen(&hub);
+    let resolves = log.iter().filter(|r| r.0 == HubRole::Hub).count();
+    assert_eq!(resolves, 4, "1 + retries resolves");
+    let content: Vec<_> = log.iter().filter(|r| r.0 == HubRole::Content).collect();
+    assert_eq!(content.len(), 4);
+    assert!(
+        content
+            .iter()
+            .all(|r| r.3 == 403 && r.2.as_deref() == Some("bytes=0-511"))
+    );
+    // Every request used the signature of the resolve just before it.
+    let sigs: Vec<&str> = content.iter().map(|r| r.4.as_deref().unwrap()).collect();
+    assert_eq!(sigs, vec!["1", "2", "3", "4"]);
+    let facts = run_facts(&report.run_json_path);
+    assert_eq!(facts["fetch_facts"][0]["verdict"], "error");
+    assert_eq!(facts["fetch_facts"][0]["retries"], 3);
+    assert_store_exactly(&cfg, &[]);
+    assert_eq!(quarantine_files(&cfg), Vec::<String>::new());
+}
+
+#[test]
+fn a_re_resolve_announcing_another_commit_etag_or_size_is_refused() {
+    let c = small_corpus();
+    let a = &c.archives()[0];
+    let rows = vec![c.rows()[0].clone()];
+    let shard_len = std::fs::metadata(c.root().join("shards/shard-00000.tar"))
+        .unwrap()
+        .len();
+    let shard_sha = ingest::sink::hash_file(&c.root().join("shards/shard-00000.tar"))
+        .unwrap()
+        .0;
+    let other_commit = "0123456789abcdef0123456789abcdef01234567";
+    let other_etag = "f".repeat(64);
+    let cases = [
+        (
+            "size",
+            ResolveChange::SizeDelta(7),
+            format!("X-Linked-Size {shard_len} -> {}", shard_len + 7),
+        ),
+        (
+            "etag",
+            ResolveChange::Etag(other_etag.clone()),
+            format!("X-Linked-Etag {shard_sha} -> {other_etag}"),
+        ),
+        (
+            "commit",
+            ResolveChange::Commit(other_commit.into()),
+            format!("commit {} -> {other_commit}", revision()),
+        ),
+    ];
+    for (name, change, what) in cases {
+        let hub = hub_with_corpus(&c);
+        // Each URL serves one request; the second resolve announces the change.
+        hub.set_faults(HubFaults {
+            signed_url_uses: Some(1),
+            changed_after_resolves: Some((1, change)),
+            ..HubFaults::default()
+        });
+        let cfg = c.pipeline(
+            &format!("hf-changed-{name}"),
+            &rows,
+            &[Hf],
+            None,
+            Some(hub.endpoint()),
+        );
+        let report = failed_report(ingest::run(&cfg, &opts()));
+        let row = &report.ledger[0];
+        assert_eq!(row.verdict, Verdict::Error, "{name}");
+        assert_eq!(
+            row.error.as_deref(),
+            Some(
+                format!(
+                    "{}: the Hub's answer changed when the expired content URL was re-resolved ({what}); the bytes under a pinned commit must not change",
+                    row.uri
+                )
+                .as_str()
+            ),
+            "{name}"
+        );
+        assert!(!row.error.as_deref().unwrap().contains('\n'));
+        // The commit of the first resolve, under which the fetch started.
+        assert_eq!(row.resolved_commit.as_deref(), Some(revision().as_str()));
+        // Refused right after the second resolve: no request went to its URL.
+        let log = seen(&hub);
+        assert_eq!(
+            log.iter().map(|r| (r.0, r.3)).collect::<Vec<_>>(),
+            vec![
+                (HubRole::Hub, 302),
+                (HubRole::Content, 206),
+                (HubRole::Content, 403),
+                (HubRole::Hub, 302),
+            ],
+            "{name}"
+        );
+        assert_eq!(
+            log[2].2.as_deref(),
+            Some(format!("bytes=512-{}", 512 + a.bytes - 1).as_str())
+        );
+        assert_store_exactly(&cfg, &[]);
+        assert_eq!(quarantine_files(&cfg), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn a_member_missing_from_its_shard_leaves_the_resolved_commit_in_the_ledger() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let mut rows = vec![c.rows()[0].clone()];
+    rows[0].hf_member = Some("not-in-the-shard.tar.gz".into());
+    let cfg = c.pipeline("hf-no-member", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = failed_report(ingest::run(&cfg, &opts()));
+    let row = &report.ledger[0];
+    assert_eq!(row.verdict, Verdict::Error);
+    assert_eq!(
+        row.error.as_deref(),
+        Some(
+            format!(
+                "{}: not found: raw shard `raw/shard-00000.tar` has no member `not-in-the-shard.tar.gz`",
+                row.uri
+            )
+            .as_str()
+        )
+    );
+    assert_eq!(row.resolved_commit.as_deref(), Some(revision().as_str()));
+    assert_eq!(row.method, None);
+    // As written to ledger.parquet.
+    let df = ledger_df(&cfg);
+    let col = |name: &str| -> Vec<Option<String>> {
+        df.column(name)
+            .unwrap()
+            .str()
+            .unwrap()
+            .iter()
+            .map(|v| v.map(str::to_string))
+            .collect()
+    };
+    assert_eq!(col("verdict"), vec![Some("error".to_string())]);
+    assert_eq!(col("resolved_commit"), vec![Some(revision())]);
+    assert_eq!(col("revision"), vec![Some(revision())]);
+    assert_eq!(col("error"), vec![row.error.clone()]);
+    assert_store_exactly(&cfg, &[]);
+}
+
+#[test]
+fn a_shard_scan_restarted_after_its_url_expired_is_re_resolved() {
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let a = &c.archives()[1];
+    let rows = vec![c.rows()[1].clone()];
+    // One request per URL; the first (whole-shard) answer breaks mid-way.
+    hub.set_faults(HubFaults {
+        ignore_range: true,
+        signed_url_uses: Some(1),
+        drop_content_after: Some(30_000),
+        ..HubFaults::default()
+    });
+    let cfg = c.pipeline("hf-scan-signed", &rows, &[Hf], None, Some(hub.endpoint()));
+    let report = ingest::run(&cfg, &opts()).expect("the scan restarts at a new URL");
+    assert_eq!(report.ledger[0].verdict, Verdict::Verified);
+    assert_eq!(report.ledger[0].method.as_deref(), Some("shard_scan"));
+    assert_store_exactly(&cfg, std::slice::from_ref(&a.sha256));
+    let log: Vec<(HubRole, u16, Option<String>)> =
+        seen(&hub).into_iter().map(|r| (r.0, r.3, r.4)).collect();
+    assert_eq!(
+        log,
+        vec![
+            (HubRole::Hub, 302, None),
+            (HubRole::Content, 200, Some("1".into())),
+            (HubRole::Content, 403, Some("1".into())),
+            (HubRole::Hub, 302, None),
+            (HubRole::Content, 200, Some("2".into())),
+        ]
+    );
+    let facts = run_facts(&report.run_json_path);
+    assert_eq!(facts["fetch_facts"][0]["resumes"], 1);
+    assert_eq!(facts["fetch_facts"][0]["retries"], 1);
 }

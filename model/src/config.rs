@@ -346,7 +346,8 @@ impl Default for SearchBudget {
 pub struct IngestConfig {
     /// Archives fetched at once.
     pub parallel: u32,
-    /// Retries of a transient fault (connection reset, 5xx, 429) per location.
+    /// Retries of a transient fault (connection reset, 5xx, 429) per location; also the most
+    /// times one Hub fetch re-resolves an expired (401/403) content URL.
     pub retries: u32,
     /// Whole-request timeout in seconds for one archive download.
     pub request_timeout_s: u64,

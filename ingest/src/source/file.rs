@@ -34,8 +34,10 @@ impl ArchiveSource for FileSource {
         &'a self,
         archive: &'a ArchiveSpec,
         sink: &'a mut dyn ByteSink,
-    ) -> BoxFuture<'a, Result<FetchInfo, FetchError>> {
+        info: &'a mut FetchInfo,
+    ) -> BoxFuture<'a, Result<(), FetchError>> {
         Box::pin(async move {
+            *info = FetchInfo::full_object();
             let uri = file_uri(archive).unwrap_or_default();
             let Some(loc) = &archive.file else {
                 return Err(FetchError::NotFound {
@@ -75,7 +77,7 @@ impl ArchiveSource for FileSource {
                 }
                 sink.write(&buf[..n])?;
             }
-            Ok(FetchInfo::full_object())
+            Ok(())
         })
     }
 }

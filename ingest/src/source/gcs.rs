@@ -142,8 +142,10 @@ impl ArchiveSource for GcsSource {
         &'a self,
         archive: &'a ArchiveSpec,
         sink: &'a mut dyn ByteSink,
-    ) -> BoxFuture<'a, Result<FetchInfo, FetchError>> {
+        info: &'a mut FetchInfo,
+    ) -> BoxFuture<'a, Result<(), FetchError>> {
         Box::pin(async move {
+            *info = FetchInfo::full_object();
             let uri = gcs_uri(archive).unwrap_or_default();
             let Some(loc) = &archive.gcs else {
                 return Err(FetchError::NotFound {
@@ -162,7 +164,6 @@ impl ArchiveSource for GcsSource {
                 detail: format!("object name is not a valid path: {e}"),
             })?;
             let pinned = loc.generation.to_string();
-            let mut info = FetchInfo::full_object();
             let mut backoff = Backoff::new(self.settings.initial_backoff);
             let mut known_size: Option<u64> = None;
             let mut attempts = 0u32;
@@ -170,7 +171,7 @@ impl ArchiveSource for GcsSource {
                 attempts += 1;
                 let offset = sink.offset();
                 if known_size == Some(offset) {
-                    return Ok(info);
+                    return Ok(());
                 }
                 let options = GetOptions {
                     version: Some(pinned.clone()),
@@ -226,7 +227,7 @@ impl ArchiveSource for GcsSource {
                     }
                 }
                 match broke {
-                    None => return Ok(info),
+                    None => return Ok(()),
                     Some(e) => {
                         if info.resumes >= self.settings.retries {
                             return Err(FetchError::Transport {

@@ -9,7 +9,14 @@
 //!    (repo, commit, shard). Then only the member's bytes are read. If the content host
 //!    ignores `Range`, the shard is streamed from byte 0 until the member is complete
 //!    (`shard_scan`).
-//! 3. `HF_TOKEN` goes to the Hub as a bearer token, and to the content host only when it has
+//! 3. Content URLs are signed and expire: a 401 or 403 from the content host makes the
+//!    source resolve the shard again (same `HEAD`, same pin check). The new answer must
+//!    name the same commit, `X-Linked-Etag` and `X-Linked-Size` as the first, or the fetch
+//!    is refused ([`FetchError::ResolveChanged`]); then the request is repeated at the new
+//!    URL, continuing from the bytes the sink holds. At most `retries` re-resolves per fetch
+//!    (each counted in [`FetchInfo::retries`]); after that the refusal is
+//!    [`FetchError::Denied`].
+//! 4. `HF_TOKEN` goes to the Hub as a bearer token, and to the content host only when it has
 //!    the Hub's origin. It is never logged.
 
 use super::tar_index::{HeaderStep, MemberEntry, PendingMeta, ScanStatus, TarScanner, padded};
@@ -56,6 +63,16 @@ pub struct ResolvedShard {
     pub content_url: Url,
     /// Whether the content host has the Hub's origin (the token may go there).
     pub same_origin: bool,
+}
+
+/// One fetch's view of its shard: where the archive is, the Hub's current answer (facts
+/// fixed by the first resolve, content URL renewed by re-resolves) and how many times the
+/// URL was re-resolved.
+struct Resolved<'f> {
+    uri: &'f str,
+    loc: &'f HfLocation,
+    shard: ResolvedShard,
+    re_resolves: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -351,24 +368,122 @@ impl HfSource {
         rb
     }
 
+    /// GET the shard (the inclusive byte range `range`, or all of it) from the content host.
+    /// A 401 or 403 means the signed content URL expired: the shard is resolved again
+    /// ([`HfSource::re_resolve`]) and the same request repeated at the new URL, at most
+    /// `retries` times per fetch; then the refusal is [`FetchError::Denied`]. Any other
+    /// answer is handed back for the caller to judge.
+    async fn content_get(
+        &self,
+        r: &mut Resolved<'_>,
+        range: Option<(u64, u64)>,
+        info: &mut FetchInfo,
+    ) -> Result<reqwest::Response, FetchError> {
+        loop {
+            let resp = {
+                let shard = &r.shard;
+                self.send(r.uri, info, &|| {
+                    let rb = self.content_request(shard);
+                    match range {
+                        Some((a, b)) => rb.header(RANGE, format!("bytes={a}-{b}")),
+                        None => rb,
+                    }
+                })
+                .await?
+            };
+            let status = resp.status();
+            if status != StatusCode::UNAUTHORIZED && status != StatusCode::FORBIDDEN {
+                return Ok(resp);
+            }
+            let said = short_text(resp).await;
+            if r.re_resolves >= self.settings.retries {
+                return Err(FetchError::Denied {
+                    uri: r.uri.to_string(),
+                    status: status.as_u16(),
+                    detail: format!(
+                        "the content host refused the request{} after the URL was re-resolved {} time(s)",
+                        if said.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({said})")
+                        },
+                        r.re_resolves
+                    ),
+                });
+            }
+            r.re_resolves += 1;
+            info.retries += 1;
+            tracing::debug!(
+                uri = %r.uri,
+                status = status.as_u16(),
+                re_resolves = r.re_resolves,
+                "the content host refused the content URL (expired?); resolving the shard again"
+            );
+            self.re_resolve(r, info).await?;
+        }
+    }
+
+    /// Resolve the shard again for a fresh content URL. The answer must repeat the first
+    /// one's commit, `X-Linked-Etag` and `X-Linked-Size`: the bytes under a pinned commit
+    /// do not change, and bytes already in the sink were read under the first answer.
+    async fn re_resolve(
+        &self,
+        r: &mut Resolved<'_>,
+        info: &mut FetchInfo,
+    ) -> Result<(), FetchError> {
+        let first = &r.shard;
+        let mut changes = Vec::new();
+        let fresh = match self.resolve(r.uri, r.loc, info).await {
+            Ok(fresh) => Some(fresh),
+            Err(FetchError::CommitMismatch { served, .. }) => {
+                changes.push(format!("commit {} -> {served}", first.commit));
+                None
+            }
+            Err(e) => return Err(e),
+        };
+        if let Some(fresh) = &fresh {
+            if fresh.commit != first.commit {
+                changes.push(format!("commit {} -> {}", first.commit, fresh.commit));
+            }
+            if fresh.etag != first.etag {
+                let show = |e: &Option<String>| e.clone().unwrap_or_else(|| "(none)".into());
+                changes.push(format!(
+                    "X-Linked-Etag {} -> {}",
+                    show(&first.etag),
+                    show(&fresh.etag)
+                ));
+            }
+            if fresh.size != first.size {
+                changes.push(format!("X-Linked-Size {} -> {}", first.size, fresh.size));
+            }
+        }
+        match fresh {
+            Some(fresh) if changes.is_empty() => {
+                r.shard = fresh;
+                Ok(())
+            }
+            _ => Err(FetchError::ResolveChanged {
+                uri: r.uri.to_string(),
+                changes: changes.join(", "),
+            }),
+        }
+    }
+
     /// Read `len` bytes at `start` of the shard, or hand back a full answer if the content
     /// host ignored the Range header.
     async fn read_range(
         &self,
-        uri: &str,
-        shard: &ResolvedShard,
+        r: &mut Resolved<'_>,
         start: u64,
         len: u64,
         info: &mut FetchInfo,
     ) -> Result<Probe, FetchError> {
+        let uri = r.uri;
         let mut backoff = Backoff::new(self.settings.initial_backoff);
         let mut breaks = 0u32;
         loop {
             let resp = self
-                .send(uri, info, &|| {
-                    self.content_request(shard)
-                        .header(RANGE, format!("bytes={}-{}", start, start + len - 1))
-                })
+                .content_get(r, Some((start, start + len - 1)), info)
                 .await?;
             match resp.status() {
                 StatusCode::PARTIAL_CONTENT => {}
@@ -378,9 +493,9 @@ impl HfSource {
             match content_range(&resp) {
                 Some((a, b, total)) if a == start && b == start + len - 1 => {
                     if let Some(t) = total
-                        && t != shard.size
+                        && t != r.shard.size
                     {
-                        return Err(size_disagreement(uri, t, shard.size));
+                        return Err(size_disagreement(uri, t, r.shard.size));
                     }
                 }
                 other => {
@@ -424,12 +539,11 @@ impl HfSource {
     /// hand back a full answer when the content host ignores Range.
     async fn find_member(
         &self,
-        uri: &str,
-        loc: &HfLocation,
-        shard: &ResolvedShard,
+        r: &mut Resolved<'_>,
         info: &mut FetchInfo,
     ) -> Result<Result<MemberEntry, reqwest::Response>, FetchError> {
-        let key = (loc.repo.clone(), shard.commit.clone(), loc.shard.clone());
+        let (uri, loc) = (r.uri, r.loc);
+        let key = (loc.repo.clone(), r.shard.commit.clone(), loc.shard.clone());
         let mut index = {
             let cache = self.index.lock().expect("index lock");
             cache.get(&key).cloned().unwrap_or_default()
@@ -447,11 +561,11 @@ impl HfSource {
         let mut pos = index.next_header;
         let mut pending = PendingMeta::default();
         let found = loop {
-            if pos + 512 > shard.size {
+            if pos + 512 > r.shard.size {
                 index.complete = true;
                 break None;
             }
-            let block = match self.read_range(uri, shard, pos, 512, info).await? {
+            let block = match self.read_range(r, pos, 512, info).await? {
                 Probe::Header(b) => b,
                 Probe::RangeIgnored(resp) if pos == 0 => return Ok(Err(resp)),
                 Probe::RangeIgnored(_) => {
@@ -481,7 +595,7 @@ impl HfSource {
                     let payload = if size == 0 {
                         Vec::new()
                     } else {
-                        match self.read_range(uri, shard, data_offset, size, info).await? {
+                        match self.read_range(r, data_offset, size, info).await? {
                             Probe::Header(b) => b,
                             Probe::RangeIgnored(_) => {
                                 return Err(FetchError::Protocol {
@@ -505,13 +619,13 @@ impl HfSource {
                     let name = p.path.unwrap_or(name);
                     let size = p.size.unwrap_or(size);
                     pos = data_offset + padded(size);
-                    if data_offset + size > shard.size {
+                    if data_offset + size > r.shard.size {
                         return Err(FetchError::Protocol {
                             uri: uri.to_string(),
                             detail: format!(
                                 "member `{name}` ends at byte {}, past the shard's {} bytes",
                                 data_offset + size,
-                                shard.size
+                                r.shard.size
                             ),
                         });
                     }
@@ -544,12 +658,12 @@ impl HfSource {
     /// Copy the member's byte range into the sink, resuming a broken body by Range.
     async fn copy_member_range(
         &self,
-        uri: &str,
-        shard: &ResolvedShard,
+        r: &mut Resolved<'_>,
         entry: &MemberEntry,
         sink: &mut dyn ByteSink,
         info: &mut FetchInfo,
     ) -> Result<(), FetchError> {
+        let uri = r.uri;
         let end = entry.data_offset + entry.size;
         let mut backoff = Backoff::new(self.settings.initial_backoff);
         let mut attempts = 0;
@@ -559,12 +673,7 @@ impl HfSource {
                 return Ok(());
             }
             attempts += 1;
-            let resp = self
-                .send(uri, info, &|| {
-                    self.content_request(shard)
-                        .header(RANGE, format!("bytes={}-{}", from, end - 1))
-                })
-                .await?;
+            let resp = self.content_get(r, Some((from, end - 1)), info).await?;
             if resp.status() != StatusCode::PARTIAL_CONTENT {
                 return Err(match resp.status() {
                     StatusCode::OK => FetchError::Protocol {
@@ -577,9 +686,9 @@ impl HfSource {
             match content_range(&resp) {
                 Some((a, b, total)) if a == from && b == end - 1 => {
                     if let Some(t) = total
-                        && t != shard.size
+                        && t != r.shard.size
                     {
-                        return Err(size_disagreement(uri, t, shard.size));
+                        return Err(size_disagreement(uri, t, r.shard.size));
                     }
                 }
                 other => {
@@ -636,32 +745,29 @@ impl HfSource {
     /// (the content host cannot resume) and skips what the sink already holds.
     async fn scan_shard(
         &self,
-        uri: &str,
-        (loc, expected_bytes): (&HfLocation, u64),
-        shard: &ResolvedShard,
+        r: &mut Resolved<'_>,
+        expected_bytes: u64,
         first: reqwest::Response,
         sink: &mut dyn ByteSink,
         info: &mut FetchInfo,
     ) -> Result<(), FetchError> {
+        let (uri, loc) = (r.uri, r.loc);
         let mut backoff = Backoff::new(self.settings.initial_backoff);
         let mut next = Some(first);
         let mut attempts = 0u32;
         loop {
             attempts += 1;
             let resp = match next.take() {
-                Some(r) => r,
-                None => {
-                    self.send(uri, info, &|| self.content_request(shard))
-                        .await?
-                }
+                Some(first) => first,
+                None => self.content_get(r, None, info).await?,
             };
             if resp.status() != StatusCode::OK {
                 return Err(content_status_error(uri, resp.status()));
             }
             if let Some(len) = resp.content_length()
-                && len != shard.size
+                && len != r.shard.size
             {
-                return Err(size_disagreement(uri, len, shard.size));
+                return Err(size_disagreement(uri, len, r.shard.size));
             }
             // A restarted stream skips the member bytes the sink already holds.
             let already = sink.offset();
@@ -763,6 +869,13 @@ fn content_status_error(uri: &str, s: StatusCode) -> FetchError {
     }
 }
 
+/// The start of a refusal's body on one line (e.g. `Request has expired`), or nothing.
+async fn short_text(resp: reqwest::Response) -> String {
+    let text = resp.text().await.unwrap_or_default();
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    line.chars().take(120).collect()
+}
+
 fn size_disagreement(uri: &str, served: u64, announced: u64) -> FetchError {
     FetchError::Protocol {
         uri: uri.to_string(),
@@ -785,8 +898,13 @@ impl ArchiveSource for HfSource {
         &'a self,
         archive: &'a ArchiveSpec,
         sink: &'a mut dyn ByteSink,
-    ) -> BoxFuture<'a, Result<FetchInfo, FetchError>> {
+        info: &'a mut FetchInfo,
+    ) -> BoxFuture<'a, Result<(), FetchError>> {
         Box::pin(async move {
+            *info = FetchInfo {
+                method: FetchMethod::MemberRange,
+                ..FetchInfo::default()
+            };
             let uri = hf_uri(archive).unwrap_or_default();
             let Some(loc) = &archive.hf else {
                 return Err(FetchError::NotFound {
@@ -794,33 +912,31 @@ impl ArchiveSource for HfSource {
                     detail: "the archive has no Hugging Face location".into(),
                 });
             };
-            let mut info = FetchInfo {
-                method: FetchMethod::MemberRange,
-                resolved_commit: None,
-                resumes: 0,
-                retries: 0,
-            };
-            let shard = self.resolve(&uri, loc, &mut info).await?;
+            let shard = self.resolve(&uri, loc, info).await?;
             info.resolved_commit = Some(shard.commit.clone());
-            match self.find_member(&uri, loc, &shard, &mut info).await? {
+            let mut r = Resolved {
+                uri: &uri,
+                loc,
+                shard,
+                re_resolves: 0,
+            };
+            match self.find_member(&mut r, info).await? {
                 Ok(entry) => {
                     if entry.size > archive.bytes {
                         return Err(FetchError::Oversize {
-                            uri,
+                            uri: uri.clone(),
                             advertised: Some(entry.size),
                             expected: archive.bytes,
                         });
                     }
-                    self.copy_member_range(&uri, &shard, &entry, sink, &mut info)
-                        .await?;
+                    self.copy_member_range(&mut r, &entry, sink, info).await
                 }
                 Err(full) => {
                     info.method = FetchMethod::ShardScan;
-                    self.scan_shard(&uri, (loc, archive.bytes), &shard, full, sink, &mut info)
-                        .await?;
+                    self.scan_shard(&mut r, archive.bytes, full, sink, info)
+                        .await
                 }
             }
-            Ok(info)
         })
     }
 }

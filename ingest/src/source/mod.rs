@@ -1,6 +1,7 @@
 //! Archive locations behind one small trait: each backend streams one archive's bytes into a
-//! [`ByteSink`], resuming from the sink's offset after a broken transfer. The same
-//! conformance checks ([`crate::conformance`]) run against every backend.
+//! [`ByteSink`], resuming from the sink's offset after a broken transfer, and records what it
+//! learns on the way in a [`FetchInfo`] the caller keeps, so a failed fetch still reports
+//! it. The same conformance checks ([`crate::conformance`]) run against every backend.
 
 pub mod file;
 pub mod gcs;
@@ -43,17 +44,26 @@ impl FetchMethod {
     }
 }
 
-/// What a successful fetch learned besides the bytes.
+/// What a fetch learned besides the bytes, filled in as it goes: after a failure it holds
+/// what was learned before the failure (e.g. the commit the Hub resolved to, the retries).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchInfo {
-    /// How the bytes were obtained.
+    /// How the bytes were obtained (or were being obtained when the fetch failed).
     pub method: FetchMethod,
     /// The commit the Hub resolved the revision to (Hub only).
     pub resolved_commit: Option<String>,
     /// Broken transfers continued from the byte reached (Range) or restarted.
     pub resumes: u32,
-    /// Requests repeated after a transient status (429, 5xx) or connection failure.
+    /// Requests repeated after a transient status (429, 5xx) or connection failure, and
+    /// (Hub) re-resolves of an expired content URL.
     pub retries: u32,
+}
+
+impl Default for FetchInfo {
+    /// [`FetchInfo::full_object`].
+    fn default() -> FetchInfo {
+        FetchInfo::full_object()
+    }
 }
 
 impl FetchInfo {
@@ -78,11 +88,15 @@ pub trait ArchiveSource: Send + Sync {
 
     /// Stream the archive's bytes into `sink`, starting at `sink.offset()` (a non-empty sink
     /// is continued, not restarted). The caller verifies hash and size afterwards.
+    ///
+    /// The source first resets `info` (whatever it held), then records in it what it learns
+    /// as it learns it; the caller reads it after success and after failure alike.
     fn fetch<'a>(
         &'a self,
         archive: &'a ArchiveSpec,
         sink: &'a mut dyn ByteSink,
-    ) -> BoxFuture<'a, Result<FetchInfo, FetchError>>;
+        info: &'a mut FetchInfo,
+    ) -> BoxFuture<'a, Result<(), FetchError>>;
 }
 
 /// Exponential backoff between retries: `initial`, doubling, capped at 8 s.

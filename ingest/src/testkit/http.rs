@@ -102,6 +102,7 @@ pub fn reason(status: u16) -> &'static str {
         302 => "Found",
         400 => "Bad Request",
         401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         416 => "Range Not Satisfiable",
         429 => "Too Many Requests",

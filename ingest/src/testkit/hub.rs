@@ -7,6 +7,14 @@
 //! is a 404 (`EntryNotFound`); a known file answers 302 with `X-Repo-Commit`,
 //! `X-Linked-Etag` (quoted SHA256), `X-Linked-Size`, `ETag` and a `Location` on the content
 //! host. The real `huggingface_hub` client downloads from it (see the fidelity test).
+//!
+//! Signed content URLs ([`HubFaults::signed_url_uses`]): like the real Hub's, whose
+//! `Location` is a signed URL that expires, each resolve then mints a fresh signature
+//! (`&sig=N` in the `Location`'s query), and the content host answers 403 (`Request has
+//! expired`) to a request whose signature is missing, unknown, or has already served that
+//! many requests. [`HubFaults::changed_after_resolves`] makes later resolves announce
+//! another commit, etag or size than the first ones (a Hub whose answer changes between
+//! two resolves of one fetch).
 
 use super::TestkitError;
 use super::http::{
@@ -38,6 +46,23 @@ pub struct HubFaults {
     pub require_token: Option<String>,
     /// The content host ignores Range and always answers 200 with the whole file.
     pub ignore_range: bool,
+    /// Signed, expiring content URLs: every resolve mints a new signature, good for this
+    /// many content requests (`Some(0)`: every content request is refused with 403).
+    pub signed_url_uses: Option<u32>,
+    /// After this many resolve answers (302) have been served, later ones announce the
+    /// given change.
+    pub changed_after_resolves: Option<(u32, ResolveChange)>,
+}
+
+/// What a later resolve answer announces differently ([`HubFaults::changed_after_resolves`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveChange {
+    /// `X-Repo-Commit` names this commit.
+    Commit(String),
+    /// `X-Linked-Etag` and `ETag` name this (unquoted) value.
+    Etag(String),
+    /// `X-Linked-Size` is off by this many bytes (on top of [`HubFaults::size_delta`]).
+    SizeDelta(i64),
 }
 
 /// Which listener answered.
@@ -81,6 +106,10 @@ struct HubState {
     branches: HashMap<(String, String), String>,
     faults: HubFaults,
     log: Vec<HubRequest>,
+    /// Resolve answers (302) served so far.
+    resolves: u32,
+    /// Signature -> content requests it has served.
+    signatures: HashMap<u64, u32>,
 }
 
 /// The running Hub and content host. Dropping it stops both.
@@ -313,20 +342,36 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
                             b"entry not found",
                         ),
                         Some(f) => {
-                            let served = s.faults.wrong_commit.clone().unwrap_or(commit.clone());
-                            let size = (f.size as i64 + s.faults.size_delta).max(0);
+                            let f = f.clone();
+                            let mut served =
+                                s.faults.wrong_commit.clone().unwrap_or(commit.clone());
+                            let mut etag = f.sha256.clone();
+                            let mut size = f.size as i64 + s.faults.size_delta;
+                            if let Some((after, change)) = &s.faults.changed_after_resolves
+                                && s.resolves >= *after
+                            {
+                                match change {
+                                    ResolveChange::Commit(c) => served = c.clone(),
+                                    ResolveChange::Etag(e) => etag = e.clone(),
+                                    ResolveChange::SizeDelta(d) => size += d,
+                                }
+                            }
+                            s.resolves += 1;
+                            let mut location = format!(
+                                "{content_origin}/lfs/{}?repo={repo}&commit={commit}",
+                                f.sha256
+                            );
+                            if s.faults.signed_url_uses.is_some() {
+                                let sig = s.signatures.len() as u64 + 1;
+                                s.signatures.insert(sig, 0);
+                                location.push_str(&format!("&sig={sig}"));
+                            }
                             Answer::Redirect(vec![
-                                (
-                                    "Location",
-                                    format!(
-                                        "{content_origin}/lfs/{}?repo={repo}&commit={commit}",
-                                        f.sha256
-                                    ),
-                                ),
+                                ("Location", location),
                                 ("X-Repo-Commit", served),
-                                ("X-Linked-Etag", format!("\"{}\"", f.sha256)),
-                                ("X-Linked-Size", size.to_string()),
-                                ("ETag", format!("\"{}\"", f.sha256)),
+                                ("X-Linked-Etag", format!("\"{etag}\"")),
+                                ("X-Linked-Size", size.max(0).to_string()),
+                                ("ETag", format!("\"{etag}\"")),
                             ])
                         }
                     }
@@ -367,6 +412,31 @@ async fn serve_content<W: tokio::io::AsyncWrite + Unpin>(
         write_simple(w, 404, vec![], b"no such object", head_only).await?;
         return Ok(true);
     };
+    if let Some(uses) = faults.signed_url_uses {
+        let sig = query_param(&head.target, "sig").and_then(|v| v.parse::<u64>().ok());
+        let valid = {
+            let mut s = state.lock().expect("hub state");
+            match sig.and_then(|n| s.signatures.get_mut(&n)) {
+                Some(served) if *served < uses => {
+                    *served += 1;
+                    true
+                }
+                _ => false,
+            }
+        };
+        if !valid {
+            log(state, HubRole::Content, head, 403);
+            write_simple(
+                w,
+                403,
+                vec![("Content-Type", "text/plain".to_string())],
+                b"Request has expired",
+                head_only,
+            )
+            .await?;
+            return Ok(true);
+        }
+    }
     let range = if faults.ignore_range {
         None
     } else {
@@ -440,6 +510,15 @@ async fn serve_content<W: tokio::io::AsyncWrite + Unpin>(
     }
     w.flush().await?;
     Ok(true)
+}
+
+/// The value of `name` in the query of a request target.
+fn query_param<'t>(target: &'t str, name: &str) -> Option<&'t str> {
+    target
+        .split_once('?')?
+        .1
+        .split('&')
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('='))
 }
 
 /// SHA256 of bytes, lowercase hex (test helper).

@@ -11,7 +11,7 @@ pub mod proxy;
 
 pub use fake_gcs::{FakeGcsServer, PublishedObject, locate_fake_gcs_server};
 pub use fixture::{SourcesSpec, manifest_row, write_pipeline};
-pub use hub::{HubFaults, HubRequest, HubRole, HubServer};
+pub use hub::{HubFaults, HubRequest, HubRole, HubServer, ResolveChange};
 pub use proxy::{FaultProxy, ProxiedRequest, ProxyFaults};
 
 /// A test server or fixture could not be set up.
