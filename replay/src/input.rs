@@ -280,9 +280,24 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let a_cores = col_f64(&attempts, &attempts_path, "quota_cores")?;
     let a_gib = col_f64(&attempts, &attempts_path, "quota_gib")?;
     let a_incl = col_bool(&attempts, &attempts_path, "included")?;
+    // The attempt's origin (absent in frames written without the trace columns: then ids
+    // alone identify attempts).
+    let origin_of = |sha: &Option<Vec<Option<String>>>, prefix: &Option<Vec<Option<String>>>, i: usize| {
+        (
+            sha.as_ref().and_then(|c| c[i].clone()),
+            prefix.as_ref().and_then(|c| c[i].clone()),
+        )
+    };
+    let a_sha = optional_col_str(&attempts, &attempts_path, "archive_sha256")?;
+    let a_prefix = optional_col_str(&attempts, &attempts_path, "member_prefix")?;
 
     // (workload, attempt_id) -> (AttemptInput, request_s from the attempts frame)
     let mut included: BTreeMap<(String, String), (AttemptInput, f64)> = BTreeMap::new();
+    // (workload, attempt_id) -> where the included attempt's files are (archive_sha256,
+    // member_prefix): an excluded attempt (a pilot) may share its id, and its request and
+    // blob rows must not be attached to the included one.
+    let mut origin: BTreeMap<(String, String), (Option<String>, Option<String>)> =
+        BTreeMap::new();
     for i in 0..attempts.height() {
         if a_incl[i] != Some(true) {
             continue;
@@ -322,6 +337,10 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         {
             return Err(input_err("attempt_id", "included twice"));
         }
+        origin.insert(
+            (workload.clone(), attempt_id.clone()),
+            origin_of(&a_sha, &a_prefix, i),
+        );
     }
 
     // Requests of included attempts.
@@ -329,6 +348,8 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let r_id = col_str(&requests, &requests_path, "attempt_id")?;
     let r_start = col_f64(&requests, &requests_path, "start_offset_s")?;
     let r_end = col_f64(&requests, &requests_path, "end_offset_s")?;
+    let r_sha = optional_col_str(&requests, &requests_path, "archive_sha256")?;
+    let r_prefix = optional_col_str(&requests, &requests_path, "member_prefix")?;
     for i in 0..requests.height() {
         let (Some(w), Some(id)) = (&r_workload[i], &r_id[i]) else {
             return Err(column_err(
@@ -337,7 +358,11 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
                 &format!("null workload or attempt_id in row {i}"),
             ));
         };
-        if let Some((a, _)) = included.get_mut(&(w.clone(), id.clone())) {
+        let key = (w.clone(), id.clone());
+        if origin.get(&key) != Some(&origin_of(&r_sha, &r_prefix, i)) {
+            continue;
+        }
+        if let Some((a, _)) = included.get_mut(&key) {
             let (Some(s), Some(e)) = (r_start[i], r_end[i]) else {
                 return Err(ReplayError::Input {
                     path: requests_path.clone(),
@@ -355,6 +380,8 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let ab_workload = optional_col_str(&attempt_blobs, &ab_path, "workload")?;
     let ab_id = col_str(&attempt_blobs, &ab_path, "attempt_id")?;
     let ab_digest = col_str(&attempt_blobs, &ab_path, "digest")?;
+    let ab_sha = optional_col_str(&attempt_blobs, &ab_path, "archive_sha256")?;
+    let ab_prefix = optional_col_str(&attempt_blobs, &ab_path, "member_prefix")?;
     let mut uses: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for i in 0..attempt_blobs.height() {
         let (Some(id), Some(d)) = (&ab_id[i], &ab_digest[i]) else {
@@ -370,7 +397,7 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         };
         for w in workloads {
             let key = (w, id.clone());
-            if included.contains_key(&key) {
+            if origin.get(&key) == Some(&origin_of(&ab_sha, &ab_prefix, i)) {
                 uses.entry(key).or_default().push(d.clone());
             }
         }

@@ -319,6 +319,26 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
 }
 
 #[test]
+fn an_excluded_pilot_sharing_an_included_attempts_id_is_not_attached_to_it() {
+    // The same attempts with and without an excluded pilot twin of each workload's first
+    // attempt (same id, another member prefix, a request and a 1 GiB blob of its own): the
+    // twin's rows must not reach the replay, so every value is the same.
+    let mut out = Vec::new();
+    for twins in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let inst = instances();
+        write_audit_frames_with(&dir.path().join("run"), &inst, twins);
+        let config = write_config(dir.path(), &inst, &WorkloadId::ALL, 20261129, BUDGET);
+        run(&config, 1);
+        out.push(
+            ["schedules.parquet", "bounds.parquet", "joint_schedules.csv"]
+                .map(|f| std::fs::read(dir.path().join("run").join(f)).unwrap()),
+        );
+    }
+    assert!(out[0] == out[1], "the pilot twin changed the replay");
+}
+
+#[test]
 fn the_binary_runs_the_stage_and_refuses_a_missing_frame() {
     let dir = tempfile::tempdir().unwrap();
     let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);

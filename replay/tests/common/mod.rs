@@ -71,6 +71,14 @@ pub fn assert_close(actual: f64, expected: f64, what: &str) {
 /// Write the four audit frames for `instances` (plus one excluded attempt per workload,
 /// which the replay must ignore) into `run_dir`.
 pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
+    write_audit_frames_with(run_dir, instances, false);
+}
+
+/// As [`write_audit_frames`]; with `pilot_twins`, every row also carries the audit's trace
+/// columns (`archive_sha256`, `member_prefix`), and each workload's first attempt has an
+/// excluded pilot twin with the same id in another member prefix, with a request and a
+/// 1 GiB blob of its own (the audit allows a pilot and a census attempt to share an id).
+pub fn write_audit_frames_with(run_dir: &Path, instances: &[WorkloadInstance], pilot_twins: bool) {
     std::fs::create_dir_all(run_dir).unwrap();
     let v = model::run_dir::FRAME_SCHEMA_VERSION;
     let (mut aw, mut at, mut ai, mut ags, mut ad, mut areq, mut ac, mut am, mut ainc) = (
@@ -86,10 +94,16 @@ pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
     );
     let (mut rw, mut ri, mut rs, mut re) = (vec![], vec![], vec![], vec![]);
     let (mut bw, mut bi, mut bd) = (vec![], vec![], vec![]);
+    // Trace columns: (archive_sha256, member_prefix) per row of attempts, requests, blobs.
+    let (mut a_tr, mut r_tr, mut b_tr): (Vec<(String, String)>, Vec<_>, Vec<_>) =
+        (vec![], vec![], vec![]);
     let mut blob_rows: std::collections::BTreeMap<String, u64> = Default::default();
     for inst in instances {
         let w = inst.workload.as_str().to_string();
+        let sha = format!("sha-{w}");
         for a in &inst.attempts {
+            let tr = (sha.clone(), format!("{w}/{}/", a.attempt_id));
+            a_tr.push(tr.clone());
             aw.push(w.clone());
             at.push(a.task_id.clone());
             ai.push(a.attempt_id.clone());
@@ -100,6 +114,7 @@ pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
             am.push(a.mem_gib);
             ainc.push(true);
             for &(s, e) in &a.requests {
+                r_tr.push(tr.clone());
                 rw.push(w.clone());
                 ri.push(a.attempt_id.clone());
                 rs.push(s);
@@ -107,13 +122,38 @@ pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
             }
             for &b in &a.blobs {
                 let blob = &inst.blobs[b as usize];
+                b_tr.push(tr.clone());
                 bw.push(w.clone());
                 bi.push(a.attempt_id.clone());
                 bd.push(blob.digest.clone());
                 blob_rows.insert(blob.digest.clone(), blob.compressed_bytes);
             }
         }
+        if pilot_twins && let Some(a) = inst.attempts.first() {
+            let tr = (sha.clone(), format!("{w}/pilot/{}/", a.attempt_id));
+            a_tr.push(tr.clone());
+            aw.push(w.clone());
+            at.push(a.task_id.clone());
+            ai.push(a.attempt_id.clone());
+            ags.push(a.gen_start);
+            ad.push(Some(a.duration_s));
+            areq.push(0.5);
+            ac.push(a.cores);
+            am.push(a.mem_gib);
+            ainc.push(false);
+            r_tr.push(tr.clone());
+            rw.push(w.clone());
+            ri.push(a.attempt_id.clone());
+            rs.push(0.0);
+            re.push(0.5);
+            b_tr.push(tr);
+            bw.push(w.clone());
+            bi.push(a.attempt_id.clone());
+            bd.push("sha256:pilot-twin".to_string());
+            blob_rows.insert("sha256:pilot-twin".into(), 1 << 30);
+        }
         // An excluded attempt with a huge quota: it must not be replayed.
+        a_tr.push((sha.clone(), format!("{w}/excluded/")));
         aw.push(w.clone());
         at.push("excluded-task".into());
         ai.push(format!("{w}-excluded"));
@@ -123,6 +163,7 @@ pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
         ac.push(1e6);
         am.push(1e6);
         ainc.push(false);
+        r_tr.push((sha.clone(), format!("{w}/excluded/")));
         rw.push(w.clone());
         ri.push(format!("{w}-excluded"));
         rs.push(0.0);
@@ -150,6 +191,19 @@ pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
     let (digests, bytes): (Vec<String>, Vec<u64>) = blob_rows.into_iter().unzip();
     let mut blobs = df!("digest" => digests, "compressed_bytes" => bytes).unwrap();
     let mut attempt_blobs = df!("workload" => bw, "attempt_id" => bi, "digest" => bd).unwrap();
+    if pilot_twins {
+        for (df, tr) in [
+            (&mut attempts, &a_tr),
+            (&mut requests, &r_tr),
+            (&mut attempt_blobs, &b_tr),
+        ] {
+            let (sha, prefix): (Vec<String>, Vec<String>) = tr.iter().cloned().unzip();
+            df.with_column(Column::new("archive_sha256".into(), sha))
+                .unwrap();
+            df.with_column(Column::new("member_prefix".into(), prefix))
+                .unwrap();
+        }
+    }
     for (name, df) in [
         ("attempts", &mut attempts),
         ("requests", &mut requests),
