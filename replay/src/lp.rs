@@ -386,7 +386,8 @@ mod solve {
     /// seconds are covered (aggregated by quota type, see [`GpuLpRows`]).
     pub fn gpu_config_lp(g: &GridInstance, gpus: u32, cfg: &LpBoundsConfig) -> LpBound {
         let lp_rows = GpuLpRows::of(g);
-        let h = |s: f64| f64::from(gpus) * s / 3600.0;
+        // `+ 0.0` writes an empty sum (`-0.0` in Rust) as 0.
+        let h = |s: f64| f64::from(gpus) * s / 3600.0 + 0.0;
         if lp_rows.quota.is_empty() {
             return LpBound {
                 status: LpStatus::Converged,
@@ -520,7 +521,8 @@ mod solve {
             .map(|b| gib(b) * pb_s(b))
             .sum();
         let inside_per_blob: f64 = shared.iter().map(|&b| gib(b) * pb_s(b)).sum();
-        let h = |gib_s: f64| gib_s / 3600.0;
+        // `+ 0.0` writes an empty sum (`-0.0` in Rust) as 0.
+        let h = |gib_s: f64| gib_s / 3600.0 + 0.0;
         if shared.is_empty() {
             return LpBound {
                 status: LpStatus::Converged,

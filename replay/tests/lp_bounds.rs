@@ -210,3 +210,25 @@ proptest! {
         prop_assert!(cut.upper >= brute - 1e-9);
     }
 }
+
+/// A workload without blobs (and without requests) has LP bounds of exactly +0, not the
+/// `-0.0` of an empty float sum.
+#[test]
+fn empty_objectives_give_positive_zero() {
+    let inst = instance(
+        WorkloadId::Tmax,
+        caps(2, 100.0, 100.0, 8),
+        vec![
+            attempt("a", 0.0, 4.0, &[], 1.0, 1.0, &[]),
+            attempt("b", 1.0, 2.0, &[], 1.0, 1.0, &[]),
+        ],
+        vec![],
+    );
+    let g = GridInstance::new(&inst);
+    let (starts, d) = fifo(&g);
+    let lp = lp_bounds(&g, 8, d, &blob_bound_parts(&g, d), &starts, &small());
+    for (what, v) in [("cache", lp.cache.bound_h), ("gpu", lp.gpu.bound_h)] {
+        let v = v.unwrap_or_else(|| panic!("{what} bound skipped"));
+        assert!(v == 0.0 && v.is_sign_positive(), "{what}: {v:?}");
+    }
+}
