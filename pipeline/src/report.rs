@@ -72,6 +72,36 @@ struct RunData {
     blobs: Frame,
     attempt_blobs: Frame,
     pareto: Option<Frame>,
+    /// joint_schedules.csv: its header and rows.
+    joint: (Vec<String>, Vec<Vec<String>>),
+}
+
+/// Read a CSV without quoted fields (the replay writes joint_schedules.csv so).
+fn read_plain_csv(path: &std::path::Path) -> Result<(Vec<String>, Vec<Vec<String>>)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    let mut lines = text.lines().filter(|l| !l.is_empty());
+    let header: Vec<String> = lines
+        .next()
+        .with_context(|| format!("{}: empty file", path.display()))?
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let mut rows = Vec::new();
+    for (k, l) in lines.enumerate() {
+        let row: Vec<String> = l.split(',').map(str::to_string).collect();
+        if row.len() != header.len() {
+            anyhow::bail!(
+                "{}: line {} has {} fields, the header {}",
+                path.display(),
+                k + 2,
+                row.len(),
+                header.len()
+            );
+        }
+        rows.push(row);
+    }
+    Ok((header, rows))
 }
 
 fn load(run: &RunDir) -> Result<RunData> {
@@ -91,6 +121,7 @@ fn load(run: &RunDir) -> Result<RunData> {
         blobs: read(run, "blobs")?,
         attempt_blobs: read(run, "attempt_blobs")?,
         pareto: read(run, "pareto").ok(),
+        joint: read_plain_csv(&run.file("joint_schedules.csv"))?,
     })
 }
 
@@ -569,6 +600,44 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf> {
                 .unwrap_or_else(|| "-".into()),
             lp
         );
+    }
+    // Selected schedules: the values that coexist in one schedule, and the deadline.
+    let (header, rows) = &d.joint;
+    let col = |name: &str| -> Result<usize> {
+        header
+            .iter()
+            .position(|h| h == name)
+            .with_context(|| format!("joint_schedules.csv has no `{name}` column"))
+    };
+    let cols = [
+        "workload",
+        "schedule",
+        "makespan_s",
+        "deadline_s",
+        "cpu_ideal_h",
+        "ram_ideal_h",
+        "gpu_ideal_h",
+        "cache_ideal_h",
+        "validated",
+    ]
+    .iter()
+    .map(|n| col(n))
+    .collect::<Result<Vec<usize>>>()?;
+    let _ = writeln!(
+        md,
+        "\n## Selected schedules\n\nEach row is one schedule and the ideal values it has at once (joint_schedules.csv); `D` is the deadline, the FIFO makespan. Every selected schedule is checked by the independent validator.\n\n| workload | schedule | makespan (s) | D (s) | CPU | RAM | GPU | cache | validated |\n|---|---|---|---|---|---|---|---|---|"
+    );
+    for r in rows {
+        let mut cells = Vec::with_capacity(cols.len());
+        for (k, c) in cols.iter().enumerate() {
+            let v = &r[*c];
+            cells.push(match k {
+                2 | 3 => v.parse::<f64>().map_or(v.clone(), |x| format!("{x:.1}")),
+                4..=7 => v.parse::<f64>().map_or(v.clone(), |x| fmt_h(Some(x))),
+                _ => v.clone(),
+            });
+        }
+        let _ = writeln!(md, "| {} |", cells.join(" | "));
     }
     let _ = writeln!(
         md,
