@@ -78,8 +78,8 @@ struct RunData {
 
 /// Read a CSV without quoted fields (the replay writes joint_schedules.csv so).
 fn read_plain_csv(path: &std::path::Path) -> Result<(Vec<String>, Vec<Vec<String>>)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut lines = text.lines().filter(|l| !l.is_empty());
     let header: Vec<String> = lines
         .next()

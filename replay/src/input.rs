@@ -282,12 +282,13 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let a_incl = col_bool(&attempts, &attempts_path, "included")?;
     // The attempt's origin (absent in frames written without the trace columns: then ids
     // alone identify attempts).
-    let origin_of = |sha: &Option<Vec<Option<String>>>, prefix: &Option<Vec<Option<String>>>, i: usize| {
-        (
-            sha.as_ref().and_then(|c| c[i].clone()),
-            prefix.as_ref().and_then(|c| c[i].clone()),
-        )
-    };
+    let origin_of =
+        |sha: &Option<Vec<Option<String>>>, prefix: &Option<Vec<Option<String>>>, i: usize| {
+            (
+                sha.as_ref().and_then(|c| c[i].clone()),
+                prefix.as_ref().and_then(|c| c[i].clone()),
+            )
+        };
     let a_sha = optional_col_str(&attempts, &attempts_path, "archive_sha256")?;
     let a_prefix = optional_col_str(&attempts, &attempts_path, "member_prefix")?;
 
@@ -296,8 +297,7 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     // (workload, attempt_id) -> where the included attempt's files are (archive_sha256,
     // member_prefix): an excluded attempt (a pilot) may share its id, and its request and
     // blob rows must not be attached to the included one.
-    let mut origin: BTreeMap<(String, String), (Option<String>, Option<String>)> =
-        BTreeMap::new();
+    let mut origin: BTreeMap<(String, String), (Option<String>, Option<String>)> = BTreeMap::new();
     for i in 0..attempts.height() {
         if a_incl[i] != Some(true) {
             continue;
