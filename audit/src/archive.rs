@@ -279,6 +279,8 @@ pub fn scan_tar_stream(
     let mut tar = tar::Archive::new(counting);
     let mut stats = ScanStats::default();
     let mut last_member: Option<String> = None;
+    // The `mtime` of the latest global PAX header, for members without their own.
+    let mut global_mtime: Option<Result<MemberTime, String>> = None;
     let stream_err = |last: &Option<String>, e: io::Error| {
         let msg = e.to_string();
         if msg.contains(LIMIT_MESSAGE) {
@@ -310,6 +312,29 @@ pub fn scan_tar_stream(
                     ),
                 ));
             }
+            if entry.header().entry_type() == tar::EntryType::XGlobalHeader {
+                // A global header's records apply to every later member (POSIX; Python's
+                // tarfile does the same); only `mtime` is taken (see DECISIONS.md). Its name
+                // is no member path (GNU tar writes an absolute one), so it is not checked.
+                let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+                let mut records = Vec::new();
+                (&mut entry)
+                    .take(MAX_GLOBAL_HEADER_BYTES + 1)
+                    .read_to_end(&mut records)
+                    .map_err(|e| stream_err(&last_member, e))?;
+                if records.len() as u64 > MAX_GLOBAL_HEADER_BYTES {
+                    return Err(archive_err(
+                        Some(&name),
+                        format!(
+                            "refused member: global PAX header larger than {MAX_GLOBAL_HEADER_BYTES} bytes"
+                        ),
+                    ));
+                }
+                if let Some(t) = global_pax_mtime(&records) {
+                    global_mtime = Some(t);
+                }
+                continue;
+            }
             let raw_path = entry.path_bytes().into_owned();
             let raw_path = String::from_utf8(raw_path).map_err(|e| {
                 archive_err(
@@ -338,7 +363,6 @@ pub fn scan_tar_stream(
                         hard: etype == tar::EntryType::Link,
                     }
                 }
-                tar::EntryType::XGlobalHeader => continue,
                 other => {
                     return Err(archive_err(
                         Some(&path),
@@ -365,7 +389,7 @@ pub fn scan_tar_stream(
                     }
                 }
             }
-            let mtime = mtime.unwrap_or_else(|| {
+            let mtime = mtime.or_else(|| global_mtime.clone()).unwrap_or_else(|| {
                 entry
                     .header()
                     .mtime()
@@ -398,6 +422,29 @@ pub fn scan_tar_stream(
     let counting = tar.into_inner();
     stats.uncompressed_bytes = counting.bytes;
     Ok(stats)
+}
+
+/// Largest global PAX header read (its records are kept only for `mtime`).
+const MAX_GLOBAL_HEADER_BYTES: u64 = 1024 * 1024;
+
+/// The `mtime` record of a global PAX header's data, if it has one (the last one wins, as a
+/// later record overrides an earlier one), or why it cannot be read.
+fn global_pax_mtime(records: &[u8]) -> Option<Result<MemberTime, String>> {
+    let mut mtime = None;
+    for ext in tar::PaxExtensions::new(records) {
+        match ext {
+            Err(e) => return Some(Err(format!("unreadable global PAX record: {e}"))),
+            Ok(x) if x.key_bytes() == b"mtime" => {
+                let v = String::from_utf8_lossy(x.value_bytes()).into_owned();
+                mtime = Some(
+                    parse_epoch_decimal(&v)
+                        .ok_or_else(|| format!("global PAX mtime `{v}` is not a decimal time")),
+                );
+            }
+            Ok(_) => {}
+        }
+    }
+    mtime
 }
 
 /// Read a member's bytes, refusing more than `cap`.

@@ -5,7 +5,7 @@ use crate::archive::{Member, MemberKind, MemberTime, read_capped, resolve_link};
 use crate::intervals::{RequestReconstruction, reconstruct};
 use model::config::Layout;
 use model::{
-    BlobRef, ExclusionReason, GenerationLifetime, IdentityRecord, Quota, ResultRecord, RunKind,
+    BlobRef, ExclusionReason, GenerationLifetime, IdentityRecord, Quota, ResultFields, RunKind,
     TimerRecord, WorkloadId,
 };
 use std::collections::BTreeMap;
@@ -192,6 +192,8 @@ pub struct AttemptEvidence {
     pub starts: BTreeMap<u64, f64>,
     /// Request-start files seen (including malformed ones).
     pub start_files: u32,
+    /// Seqs whose start file exists but whose mtime cannot be read.
+    pub unreadable_starts: std::collections::BTreeSet<u64>,
     /// Problems found while collecting (make the attempt a `malformed_record`).
     pub problems: Vec<String>,
 }
@@ -225,7 +227,13 @@ impl AttemptCollector {
 
     /// Take one member.
     pub fn visit(&mut self, m: &Member, data: &mut dyn std::io::Read) -> Result<(), RefusedMember> {
-        let loc = self.matcher.locate(&m.path);
+        // Only a member inside an attempt directory, or the directory's own entry, belongs
+        // to an attempt: a file or link named like an attempt directory (`tmax/notes.txt`,
+        // `tmax/latest -> t1`) lies in no attempt directory, and the layout does not name it.
+        let loc = self
+            .matcher
+            .locate(&m.path)
+            .filter(|l| !l.relative.is_empty() || m.kind == MemberKind::Directory);
         if let MemberKind::Link { target, hard } = &m.kind {
             let base = if *hard {
                 String::new()
@@ -236,17 +244,18 @@ impl AttemptCollector {
                     .unwrap_or_default()
             };
             let resolved = resolve_link(&base, target);
-            let inside = match (&resolved, &loc) {
-                (None, _) => false,
-                (Some(r), Some(l)) => r.starts_with(&l.dir),
-                (Some(_), None) => true,
+            let refused = match (&resolved, &loc) {
+                (None, Some(_)) => Some("leaves its attempt directory"),
+                (None, None) => Some("leaves the archive"),
+                (Some(r), Some(l)) if !format!("{r}/").starts_with(&l.dir) => {
+                    Some("leaves its attempt directory")
+                }
+                (Some(_), _) => None,
             };
-            if !inside {
+            if let Some(why) = refused {
                 return Err(RefusedMember {
                     member: m.path.clone(),
-                    detail: format!(
-                        "refused member: link to `{target}` leaves its attempt directory"
-                    ),
+                    detail: format!("refused member: link to `{target}` {why}"),
                 });
             }
             // A link never stands in for a layout file.
@@ -300,13 +309,23 @@ impl AttemptCollector {
                 ev.start_files += 1;
                 match (seq, &m.mtime) {
                     (Ok(seq), Ok(t)) => {
-                        if ev.starts.insert(seq, t.seconds).is_some() {
+                        if ev.starts.insert(seq, t.seconds).is_some()
+                            || ev.unreadable_starts.contains(&seq)
+                        {
                             ev.problems
                                 .push(format!("request seq {seq} has two start files (`{path}`)"));
                         }
                     }
+                    (Ok(seq), Err(e)) => {
+                        // The start file exists: its timer is no orphan, but no interval
+                        // can be placed (the attempt is a malformed_record).
+                        if !ev.unreadable_starts.insert(seq) || ev.starts.contains_key(&seq) {
+                            ev.problems
+                                .push(format!("request seq {seq} has two start files (`{path}`)"));
+                        }
+                        ev.problems.push(format!("`{path}`: {e}"));
+                    }
                     (Err(e), _) => ev.problems.push(e),
-                    (_, Err(e)) => ev.problems.push(format!("`{path}`: {e}")),
                 }
             }
         }
@@ -363,8 +382,8 @@ pub struct AuditedAttempt {
     pub quota: Option<Quota>,
     /// Image layers.
     pub blobs: Vec<BlobRef>,
-    /// The result record, when readable.
-    pub result: Option<ResultRecord>,
+    /// The result record, when readable (field by field; see `ResultFields`).
+    pub result: Option<ResultFields>,
     /// Requests and clipping records. The intervals are released once written to the
     /// requests frame (the counts below keep what the attempts frame needs).
     pub requests: RequestReconstruction,
@@ -381,6 +400,12 @@ pub struct AuditedAttempt {
 }
 
 impl AuditedAttempt {
+    /// A pilot attempt, superseded by the census. tmax has no pilot (SPEC 2.2: always
+    /// census): a tmax trial that says `pilot` is a malformed_record instead.
+    pub fn is_pilot(&self) -> bool {
+        self.run == Some(RunKind::Pilot) && self.workload != WorkloadId::Tmax
+    }
+
     /// The fixed duration `d`, when both ends are known.
     pub fn duration(&self) -> Option<f64> {
         Some(self.gen_end?.seconds - self.gen_start?.seconds)
@@ -398,25 +423,22 @@ pub fn parse_completed_utc(s: &str) -> Result<MemberTime, String> {
             .map(|n| n.and_utc())
             .map_err(|_| format!("completed_utc `{s}` is not RFC 3339: {e}"))?,
     };
-    let secs = dt.timestamp();
-    let sub = dt.timestamp_subsec_nanos() as i64;
-    let text = if secs >= 0 {
-        format!("{secs}.{sub:09}")
+    // chrono keeps a leap second (`23:59:60.5`) as a sub-second part of 1.5e9 ns: the exact
+    // nanosecond count normalizes it (to the next minute's 0.5 s), and the f64 is the nearest
+    // one to that count's decimal, so both columns name the same instant.
+    let nanos = dt
+        .timestamp()
+        .checked_mul(1_000_000_000)
+        .and_then(|n| n.checked_add(dt.timestamp_subsec_nanos() as i64))
+        .ok_or_else(|| format!("completed_utc `{s}` out of range"))?;
+    let (sign, abs) = if nanos < 0 {
+        ("-", -(nanos as i128))
     } else {
-        // Negative epochs: exact via nanoseconds (not expected in practice).
-        return Ok(MemberTime {
-            seconds: secs as f64 + sub as f64 / 1e9,
-            nanos: secs * 1_000_000_000 + sub,
-        });
+        ("", nanos as i128)
     };
+    let text = format!("{sign}{}.{:09}", abs / 1_000_000_000, abs % 1_000_000_000);
     let seconds: f64 = text.parse().map_err(|_| format!("completed_utc `{s}`"))?;
-    Ok(MemberTime {
-        seconds,
-        nanos: secs
-            .checked_mul(1_000_000_000)
-            .and_then(|n| n.checked_add(sub))
-            .ok_or_else(|| format!("completed_utc `{s}` out of range"))?,
-    })
+    Ok(MemberTime { seconds, nanos })
 }
 
 fn parse_timers(bytes: &[u8], member: &str) -> Result<BTreeMap<u64, u64>, String> {
@@ -517,6 +539,13 @@ pub fn audit_attempt(
                             path.clone(),
                         ));
                     }
+                    if workload == WorkloadId::Tmax && id.run == RunKind::Pilot {
+                        // SPEC 2.2: a tmax trial is always census; there is no tmax pilot.
+                        malformed.push((
+                            format!("`{path}`: run `pilot`, but tmax trials are always census"),
+                            path.clone(),
+                        ));
+                    }
                     a.task_id = Some(id.task_id);
                     a.run = Some(id.run);
                     a.quota = Some(id.quota);
@@ -530,7 +559,7 @@ pub fn audit_attempt(
         None => missing.push(member(&layout.result)),
         Some(bytes) => {
             let path = member(&layout.result);
-            match serde_json::from_slice::<ResultRecord>(bytes) {
+            match ResultFields::from_json(bytes) {
                 Err(e) => malformed.push((format!("`{path}`: {e}"), path.clone())),
                 Ok(r) => {
                     if let Some(c) = &r.completed_utc {
@@ -569,6 +598,12 @@ pub fn audit_attempt(
             }
         }
     };
+    // A timer whose start file exists but has no readable mtime is no orphan: the seq gets
+    // no interval and no row (the attempt is a malformed_record naming the start file).
+    let timers = timers.map(|mut t| {
+        t.retain(|seq, _| !ev.unreadable_starts.contains(seq));
+        t
+    });
     if let (Some(gs), Some(timers)) = (a.gen_start, &timers) {
         let lifetime = GenerationLifetime {
             start: gs.seconds,
@@ -640,5 +675,12 @@ mod tests {
         assert_eq!(t.nanos, 1_756_684_800_123_456_000);
         let t = parse_completed_utc("2025-09-01 00:00:01").unwrap();
         assert_eq!(t.seconds, 1_756_684_801.0);
+        // A leap second is the next minute's start plus its fraction, in both columns.
+        let t = parse_completed_utc("2016-12-31T23:59:60.5Z").unwrap();
+        assert_eq!(t.nanos, 1_483_228_800_500_000_000);
+        assert_eq!(t.seconds, 1_483_228_800.5);
+        // Before 1970: the nearest f64 to the exact decimal too.
+        let t = parse_completed_utc("1969-12-31T23:59:59.9Z").unwrap();
+        assert_eq!((t.nanos, t.seconds), (-100_000_000, -0.1));
     }
 }

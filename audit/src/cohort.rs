@@ -3,7 +3,7 @@
 
 use crate::attempt::AuditedAttempt;
 use model::config::Expectations;
-use model::{ClipReason, ExclusionReason, RunKind, WorkloadId};
+use model::{ClipReason, ExclusionReason, WorkloadId};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -16,7 +16,7 @@ pub fn apply_cohort_rules(attempts: &mut [AuditedAttempt]) {
     // is excluded: nothing tells which one is genuine.
     let mut seen: BTreeMap<(WorkloadId, String), Vec<usize>> = BTreeMap::new();
     for (i, a) in attempts.iter().enumerate() {
-        if a.run != Some(RunKind::Pilot) {
+        if !a.is_pilot() {
             seen.entry((a.workload, a.attempt_id.clone()))
                 .or_default()
                 .push(i);
@@ -43,7 +43,7 @@ pub fn apply_cohort_rules(attempts: &mut [AuditedAttempt]) {
     for (i, a) in attempts.iter_mut().enumerate() {
         let prefix = a.member_prefix.clone();
         a.flag = None;
-        a.exclusion = if a.run == Some(RunKind::Pilot) {
+        a.exclusion = if a.is_pilot() {
             Some((
                 ExclusionReason::SupersededByCensus,
                 "pilot attempt; the census supersedes the pilot".to_string(),
@@ -70,10 +70,10 @@ fn workload_rule(a: &AuditedAttempt) -> Option<(ExclusionReason, String, String)
     let result_member = a.member_prefix.clone();
     match a.workload {
         WorkloadId::Tmax => {
-            if let Some(e) = &r.exception_info {
+            if let Some(e) = &r.exception {
                 return Some((
                     ExclusionReason::ExecutionException,
-                    format!("{}: {}", e.kind, e.message),
+                    e.detail(),
                     result_member,
                 ));
             }
@@ -163,7 +163,7 @@ pub fn summarize(
                 .entry(reason.as_str().into())
                 .or_default() += 1;
         }
-        if a.run == Some(RunKind::Pilot) {
+        if a.is_pilot() {
             s.pilot += 1;
             continue;
         }

@@ -92,8 +92,9 @@ pub fn reconstruct(
             },
             (None, None) => unreachable!("seq comes from one of the maps"),
         };
-        // Clip to the lifetime [gs, ge] (closed-open request intervals).
-        let wholly_outside = end <= gs || ge.is_some_and(|e| start >= e) || end < start;
+        // Clip to the lifetime [gs, ge] (closed-open request intervals). An empty lifetime
+        // (ge < gs: a malformed record) holds no request at all.
+        let wholly_outside = end <= gs || ge.is_some_and(|e| start >= e || e < gs) || end < start;
         if wholly_outside {
             records.push(ClipRecord {
                 reason: ClipReason::OutsideGeneration,
@@ -298,6 +299,35 @@ mod tests {
             r.records
                 .iter()
                 .all(|c| c.reason == ClipReason::OutsideGeneration)
+        );
+    }
+
+    #[test]
+    fn an_empty_lifetime_drops_every_request_whole() {
+        // completed_utc 10 s before the identity mtime: [100, 90].
+        let r = run(
+            life(100.0, Some(90.0)),
+            &[(1, 80.0), (2, 95.0), (3, 120.0), (4, 85.0)],
+            &[(1, 30_000_000_000), (2, 1_000_000_000), (3, 1_000_000_000)],
+        );
+        assert!(r.intervals.is_empty());
+        type Row = (ClipReason, Vec<u64>, Option<(f64, f64)>, f64);
+        let rows: Vec<Row> = r
+            .records
+            .iter()
+            .map(|c| (c.reason, c.seqs.clone(), c.kept, c.seconds_removed))
+            .collect();
+        assert_eq!(
+            rows,
+            vec![
+                // [80, 110) spans the whole (empty) lifetime: dropped, its raw 30 s removed.
+                (ClipReason::OutsideGeneration, vec![1], None, 30.0),
+                (ClipReason::OutsideGeneration, vec![2], None, 1.0),
+                (ClipReason::OutsideGeneration, vec![3], None, 1.0),
+                // No timer: [85, 90] as the missing-timer row says, then dropped whole.
+                (ClipReason::MissingTimer, vec![4], Some((85.0, 90.0)), 0.0),
+                (ClipReason::OutsideGeneration, vec![4], None, 5.0),
+            ]
         );
     }
 

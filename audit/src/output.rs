@@ -68,7 +68,7 @@ pub fn write_frames(
         |f: &dyn Fn(&AuditedAttempt) -> Option<String>| attempts.iter().map(f).collect::<Vec<_>>();
     let of =
         |f: &dyn Fn(&AuditedAttempt) -> Option<f64>| attempts.iter().map(f).collect::<Vec<_>>();
-    let result_str = |f: fn(&model::ResultRecord) -> Option<String>| {
+    let result_str = |f: fn(&model::ResultFields) -> Option<String>| {
         attempts
             .iter()
             .map(|a| a.result.as_ref().and_then(f))
@@ -119,11 +119,11 @@ pub fn write_frames(
         .opt_str("infra_error", result_str(|r| r.infra_error.clone()))
         .opt_str(
             "exception_type",
-            result_str(|r| r.exception_info.as_ref().map(|e| e.kind.clone())),
+            result_str(|r| r.exception.as_ref().and_then(|e| e.kind.clone())),
         )
         .opt_str(
             "exception_message",
-            result_str(|r| r.exception_info.as_ref().map(|e| e.message.clone())),
+            result_str(|r| r.exception.as_ref().and_then(|e| e.message.clone())),
         )
         .opt_f64(
             "reward",

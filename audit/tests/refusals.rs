@@ -6,10 +6,25 @@ use std::path::Path;
 
 /// One member of a hand-made archive.
 enum M<'a> {
+    /// A file with its own PAX `mtime` record.
     File(&'a str, &'a [u8], &'a str),
+    /// A file with only the ustar (integer) mtime.
+    Plain(&'a str, &'a [u8], u64),
+    /// A global PAX header (`g`) named so, with this `mtime` record.
+    Global(&'a str, &'a str),
     RawName(&'a [u8], &'a [u8]),
     Symlink(&'a str, &'a str),
     Fifo(&'a str),
+}
+
+/// A PAX record `LEN key=value\n` (LEN counts itself).
+fn pax_record(key: &str, value: &str) -> String {
+    let rec = format!(" {key}={value}\n");
+    let mut len = rec.len() + 2;
+    while len.to_string().len() + rec.len() != len {
+        len = len.to_string().len() + rec.len();
+    }
+    format!("{len}{rec}")
 }
 
 fn tar_bytes(members: &[M]) -> Vec<u8> {
@@ -17,12 +32,7 @@ fn tar_bytes(members: &[M]) -> Vec<u8> {
     for m in members {
         match m {
             M::File(path, data, mtime) => {
-                let rec = format!(" mtime={mtime}\n");
-                let mut len = rec.len() + 2;
-                while len.to_string().len() + rec.len() != len {
-                    len = len.to_string().len() + rec.len();
-                }
-                let pax = format!("{len}{rec}");
+                let pax = pax_record("mtime", mtime);
                 let mut ph = tar::Header::new_ustar();
                 ph.set_path("PaxHeaders/x").unwrap();
                 ph.set_size(pax.len() as u64);
@@ -36,6 +46,24 @@ fn tar_bytes(members: &[M]) -> Vec<u8> {
                 h.set_mtime(1);
                 h.set_cksum();
                 b.append(&h, *data).unwrap();
+            }
+            M::Plain(path, data, mtime) => {
+                let mut h = tar::Header::new_ustar();
+                h.set_path(path).unwrap();
+                h.set_size(data.len() as u64);
+                h.set_mode(0o644);
+                h.set_mtime(*mtime);
+                h.set_cksum();
+                b.append(&h, *data).unwrap();
+            }
+            M::Global(name, mtime) => {
+                let pax = pax_record("mtime", mtime);
+                let mut h = tar::Header::new_ustar();
+                h.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+                h.set_size(pax.len() as u64);
+                h.set_entry_type(tar::EntryType::XGlobalHeader);
+                h.set_cksum();
+                b.append(&h, pax.as_bytes()).unwrap();
             }
             M::RawName(name, data) => {
                 let mut h = tar::Header::new_ustar();
@@ -92,6 +120,17 @@ fn setup(
     expect: (u64, u64),
     extra_yaml: &str,
 ) -> model::LoadedConfig {
+    setup_for("deepswe", dir, archives, expect, extra_yaml)
+}
+
+/// A run directory with these archives of one workload in the verified store.
+fn setup_for(
+    workload: &str,
+    dir: &Path,
+    archives: &[(&str, Vec<u8>)],
+    expect: (u64, u64),
+    extra_yaml: &str,
+) -> model::LoadedConfig {
     let mut rows = String::from(
         "archive_id,workload,sha256,bytes,gcs_bucket,gcs_object,gcs_generation,hf_repo,hf_revision,hf_shard,hf_member,file_path\n",
     );
@@ -100,14 +139,14 @@ fn setup(
     for (id, bytes) in archives {
         std::fs::write(store.join(sha(bytes)), bytes).unwrap();
         rows.push_str(&format!(
-            "{id},deepswe,{},{},,,,,,,,{id}.bin\n",
+            "{id},{workload},{},{},,,,,,,,{id}.bin\n",
             sha(bytes),
             bytes.len()
         ));
     }
     std::fs::write(dir.join("manifest.csv"), rows).unwrap();
     let yaml = format!(
-        "version: 1\nrun_dir: run\nsources:\n  manifest: manifest.csv\n  locations: [file]\nworkloads:\n  deepswe:\n    expect: {{ audited: {}, included: {} }}\n    replay: {{ concurrency: 4, cpu_cores: 8, ram_gib: 16, gpus: 8 }}\nsearch:\n  seed: 1\n  order: [deepswe]\n{extra_yaml}",
+        "version: 1\nrun_dir: run\nsources:\n  manifest: manifest.csv\n  locations: [file]\nworkloads:\n  {workload}:\n    expect: {{ audited: {}, included: {} }}\n    replay: {{ concurrency: 4, cpu_cores: 8, ram_gib: 16, gpus: 8 }}\nsearch:\n  seed: 1\n  order: [{workload}]\n{extra_yaml}",
         expect.0, expect.1
     );
     std::fs::write(dir.join("pipeline.yaml"), yaml).unwrap();
@@ -591,5 +630,323 @@ fn a_tar_bomb_of_tiny_members_is_refused_at_the_member_limit() {
         t.elapsed().as_secs() < 120,
         "refusal took {:?}",
         t.elapsed()
+    );
+}
+
+const TMAX_RESULT: &str =
+    r#"{"completed_utc":"2025-09-01T00:01:40Z","exception_info":null,"reward":1.0}"#;
+
+/// The files of a tmax trial `id` (one request) with this `run` and result.json: (path,
+/// bytes, PAX mtime). The generation lifetime is [1756684800, 1756684900].
+fn tmax_trial(id: &str, run: &str, result: &str) -> Vec<(String, String, &'static str)> {
+    let ident = format!(
+        r#"{{"task_id":"task-{id}","attempt_id":"{id}","run":"{run}","quota":{{"cores":1.0,"mem_gib":2.0}},"image":{{"blobs":[]}}}}"#
+    );
+    vec![
+        (format!("tmax/{id}/trial.json"), ident, "1756684800"),
+        (
+            format!("tmax/{id}/agent/requests/00001.start"),
+            String::new(),
+            "1756684801",
+        ),
+        (
+            format!("tmax/{id}/agent/timers.jsonl"),
+            "{\"seq\":1,\"elapsed_ns\":2000000000}\n".into(),
+            "1756684900",
+        ),
+        (
+            format!("tmax/{id}/result.json"),
+            result.into(),
+            "1756684900",
+        ),
+    ]
+}
+
+fn members<'a>(files: &'a [(String, String, &'static str)]) -> Vec<M<'a>> {
+    files
+        .iter()
+        .map(|(p, d, t)| M::File(p, d.as_bytes(), t))
+        .collect()
+}
+
+/// Audit one archive of `workload`; the run directory is kept for reading the frames.
+fn audit_one(
+    workload: &str,
+    members: &[M],
+    expect: (u64, u64),
+) -> (tempfile::TempDir, Result<audit::AuditReport, String>) {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup_for(
+        workload,
+        d.path(),
+        &[("arc", zstd(&tar_bytes(members)))],
+        expect,
+        "",
+    );
+    let r = audit::run(&cfg, &audit::AuditOptions::default()).map_err(|e| e.to_string());
+    (d, r)
+}
+
+fn str_col(d: &Path, frame: &str, col: &str) -> Vec<Option<String>> {
+    let p = d.join(format!("run/{frame}.parquet"));
+    let df = frames::read_frame(&p, frame, 1).unwrap();
+    frames::str_values(&df, &p, col).unwrap()
+}
+
+fn f64_col(d: &Path, frame: &str, col: &str) -> Vec<Option<f64>> {
+    let p = d.join(format!("run/{frame}.parquet"));
+    let df = frames::read_frame(&p, frame, 1).unwrap();
+    frames::f64_values(&df, &p, col).unwrap()
+}
+
+fn some(v: &[&str]) -> Vec<Option<String>> {
+    v.iter().map(|s| Some(s.to_string())).collect()
+}
+
+#[test]
+fn files_beside_attempt_directories_are_ignored() {
+    // deepswe: a task-level file where an attempt directory would be, and a stray file.
+    let mut m = good_attempt();
+    m.push(M::File("deepswe/t1/task.json", b"{}", "1"));
+    m.push(M::File("deepswe/notes.txt", b"x", "1"));
+    let (d, r) = audit_one("deepswe", &m, (1, 1));
+    let r = r.unwrap();
+    assert_eq!(r.archives[0].attempts, 1);
+    assert_eq!(str_col(d.path(), "attempts", "attempt_id"), some(&["a1"]));
+    // tmax: a file at the attempt-directory level.
+    let files = tmax_trial("t1", "census", TMAX_RESULT);
+    let mut m = members(&files);
+    m.push(M::File("tmax/notes.txt", b"hello", "1"));
+    let (d, r) = audit_one("tmax", &m, (1, 1));
+    assert_eq!(r.unwrap().document.workloads["tmax"].audited, 1);
+    assert_eq!(str_col(d.path(), "attempts", "attempt_id"), some(&["t1"]));
+    assert!(str_col(d.path(), "exclusions", "attempt_id").is_empty());
+}
+
+#[test]
+fn a_link_beside_attempt_directories_is_ignored_unless_it_leaves_the_archive() {
+    let files = tmax_trial("t1", "census", TMAX_RESULT);
+    let mut m = members(&files);
+    m.push(M::Symlink("tmax/latest", "t1"));
+    m.push(M::Symlink("tmax/t1/self", "."));
+    let (d, r) = audit_one("tmax", &m, (1, 1));
+    r.unwrap();
+    assert_eq!(str_col(d.path(), "attempts", "attempt_id"), some(&["t1"]));
+    for (link, target) in [("tmax/up", "../../etc"), ("tmax/abs", "/etc/passwd")] {
+        let mut m = members(&files);
+        m.push(M::Symlink(link, target));
+        let (_d, r) = audit_one("tmax", &m, (1, 1));
+        assert_eq!(
+            r.unwrap_err(),
+            format!(
+                "archive `arc`, member `{link}`: refused member: link to `{target}` leaves the archive"
+            )
+        );
+    }
+}
+
+#[test]
+fn any_exception_info_excludes_the_trial_and_keeps_its_completion() {
+    let with = |e: &str, reward: &str| {
+        format!(
+            r#"{{"completed_utc":"2025-09-01T00:01:40Z","exception_info":{e},"reward":{reward}}}"#
+        )
+    };
+    let trials = [
+        ("x-bad", "{not json".to_string()),
+        ("x-num", with("137", "null")),
+        ("x-obj", with(r#"{"message":"boom"}"#, "0")),
+        ("x-rew", with("null", r#""1.0""#)),
+        ("x-str", with(r#""Timeout""#, "null")),
+        (
+            "x-ts",
+            r#"{"completed_utc":"yesterday","exception_info":null,"reward":1}"#.to_string(),
+        ),
+        ("x-typed", with(r#"{"type":"E","message":"m"}"#, "null")),
+    ];
+    let files: Vec<_> = trials
+        .iter()
+        .flat_map(|(id, r)| tmax_trial(id, "census", r))
+        .collect();
+    let (d, r) = audit_one("tmax", &members(&files), (7, 1));
+    let doc = r.unwrap().document;
+    assert_eq!(
+        doc.workloads["tmax"].excluded_by_reason["execution_exception"],
+        4
+    );
+    assert_eq!(
+        doc.workloads["tmax"].excluded_by_reason["malformed_record"],
+        2
+    );
+    let p = d.path();
+    assert_eq!(
+        str_col(p, "attempts", "attempt_id"),
+        some(&[
+            "x-bad", "x-num", "x-obj", "x-rew", "x-str", "x-ts", "x-typed"
+        ])
+    );
+    let end = Some(1_756_684_900.0);
+    assert_eq!(
+        f64_col(p, "attempts", "gen_end"),
+        vec![None, end, end, end, end, None, end]
+    );
+    assert_eq!(
+        str_col(p, "attempts", "exclusion_reason"),
+        vec![
+            Some("malformed_record".into()),
+            Some("execution_exception".into()),
+            Some("execution_exception".into()),
+            None,
+            Some("execution_exception".into()),
+            Some("malformed_record".into()),
+            Some("execution_exception".into()),
+        ]
+    );
+    assert_eq!(
+        str_col(p, "attempts", "exception_type"),
+        vec![None, None, None, None, None, None, Some("E".into())]
+    );
+    assert_eq!(
+        str_col(p, "attempts", "exception_message"),
+        vec![
+            None,
+            Some("137".into()),
+            Some("boom".into()),
+            None,
+            Some("Timeout".into()),
+            None,
+            Some("m".into())
+        ]
+    );
+    // A reward that is not a number is absent.
+    assert_eq!(
+        f64_col(p, "attempts", "reward"),
+        vec![None, None, Some(0.0), None, None, Some(1.0), None]
+    );
+    let detail: Vec<String> = str_col(p, "exclusions", "detail")
+        .into_iter()
+        .map(Option::unwrap)
+        .collect();
+    assert!(
+        detail[0].starts_with("`tmax/x-bad/result.json`: key must be a string"),
+        "{detail:?}"
+    );
+    assert_eq!(detail[1], "exception_info 137");
+    assert_eq!(detail[2], r#"exception_info {"message":"boom"}"#);
+    assert_eq!(detail[3], r#"exception_info "Timeout""#);
+    assert!(
+        detail[4].starts_with("`tmax/x-ts/result.json`: completed_utc `yesterday` is not RFC 3339"),
+        "{detail:?}"
+    );
+    assert_eq!(detail[5], "E: m");
+}
+
+#[test]
+fn any_infra_error_is_an_infrastructure_failure() {
+    for (infra, text) in [
+        (r#"{"code":503}"#, r#"{"code":503}"#),
+        ("0", "0"),
+        ("false", "false"),
+        (r#""node lost""#, "node lost"),
+    ] {
+        let result = RESULT.replace("\"infra_error\":null", &format!("\"infra_error\":{infra}"));
+        let mut m: Vec<M> = good_attempt();
+        m[3] = M::File("deepswe/t1/a1/result.json", result.as_bytes(), "100");
+        let (d, r) = audit_one("deepswe", &m, (1, 0));
+        r.unwrap();
+        let p = d.path();
+        assert_eq!(
+            str_col(p, "exclusions", "reason"),
+            some(&["infrastructure_failure"])
+        );
+        assert_eq!(
+            str_col(p, "exclusions", "detail"),
+            vec![Some(format!("infra_error: {text}"))]
+        );
+        assert_eq!(str_col(p, "attempts", "infra_error"), some(&[text]));
+        assert_eq!(f64_col(p, "attempts", "gen_end"), vec![Some(100.0)]);
+    }
+}
+
+#[test]
+fn a_global_pax_mtime_applies_to_later_members_without_their_own() {
+    let result =
+        r#"{"completed_utc":"2025-09-01T00:01:40Z","termination":"submitted","infra_error":null}"#;
+    let i2 = IDENT.replace("t1", "t2").replace("a1", "a2");
+    let timers = b"{\"seq\":1,\"elapsed_ns\":1500000000}\n{\"seq\":2,\"elapsed_ns\":1000000000}\n";
+    let m = vec![
+        M::Global("pax_global_header", "1756684800.5"),
+        M::Plain(
+            "deepswe/t1/a1/identity.json",
+            IDENT.as_bytes(),
+            1_756_684_800,
+        ),
+        // Its own PAX mtime overrides the global one.
+        M::File("deepswe/t1/a1/requests/00001.start", b"", "1756684810.25"),
+        M::Plain("deepswe/t1/a1/requests/00002.start", b"", 1_756_684_000),
+        M::Plain("deepswe/t1/a1/timers.jsonl", timers, 0),
+        M::Plain("deepswe/t1/a1/result.json", result.as_bytes(), 0),
+        // A later global header replaces the earlier value; its name is no member path
+        // (GNU tar writes an absolute one) and is not refused.
+        M::Global("/tmp/GlobalHead.0.1", "1756684850"),
+        M::Plain("deepswe/t2/a2/identity.json", i2.as_bytes(), 0),
+        M::Plain("deepswe/t2/a2/result.json", result.as_bytes(), 0),
+    ];
+    let (d, r) = audit_one("deepswe", &m, (2, 2));
+    r.unwrap();
+    let p = d.path();
+    assert_eq!(
+        f64_col(p, "attempts", "gen_start"),
+        vec![Some(1_756_684_800.5), Some(1_756_684_850.0)]
+    );
+    assert_eq!(
+        f64_col(p, "requests", "start_offset_s"),
+        vec![Some(0.0), Some(9.75)]
+    );
+    assert_eq!(
+        f64_col(p, "requests", "end_offset_s"),
+        vec![Some(1.0), Some(11.25)]
+    );
+}
+
+#[test]
+fn a_start_file_without_a_readable_mtime_is_no_orphan_timer() {
+    let record = pax_record("mtime", "notatime");
+    let mut bytes =
+        tar_with_pax_record(record.as_bytes(), "deepswe/t1/a1/requests/00001.start", b"");
+    bytes.truncate(bytes.len() - 1024);
+    let mut rest = good_attempt();
+    rest.remove(1);
+    bytes.extend_from_slice(&tar_bytes(&rest));
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup(d.path(), &[("arc", zstd(&bytes))], (1, 0), "");
+    audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
+    let p = d.path();
+    assert_eq!(
+        str_col(p, "exclusions", "detail"),
+        vec![Some(
+            "`deepswe/t1/a1/requests/00001.start`: PAX mtime `notatime` is not a decimal time"
+                .into()
+        )]
+    );
+    assert!(str_col(p, "clipping", "reason").is_empty());
+}
+
+#[test]
+fn a_tmax_trial_that_says_pilot_is_malformed() {
+    let files = tmax_trial("t1", "pilot", TMAX_RESULT);
+    let (d, r) = audit_one("tmax", &members(&files), (1, 0));
+    let doc = r.unwrap().document;
+    assert_eq!(
+        (doc.workloads["tmax"].audited, doc.workloads["tmax"].pilot),
+        (1, 0)
+    );
+    assert_eq!(
+        str_col(d.path(), "exclusions", "detail"),
+        some(&["`tmax/t1/trial.json`: run `pilot`, but tmax trials are always census"])
+    );
+    assert_eq!(
+        str_col(d.path(), "exclusions", "reason"),
+        some(&["malformed_record"])
     );
 }

@@ -32,6 +32,7 @@ fuzz_target!(|data: &[u8]| {
             timers: timers.clone(),
             starts: starts.clone(),
             start_files: starts.len() as u32,
+            unreadable_starts: Default::default(),
             problems: Vec::new(),
         };
         let _ = audit_attempt(w, &layout, "fuzz", "00", ev);

@@ -595,6 +595,34 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
                 ),
             ));
         }
+        // The matcher reads one placeholder per path segment (literal text may surround
+        // it): two in one segment, or one named twice, could never be matched unambiguously.
+        for seg in layout.attempt_dir.split('/') {
+            let n = seg.matches("{task_id}").count() + seg.matches("{attempt_id}").count();
+            if n > 1 {
+                return Err(err(
+                    &f("layout.attempt_dir"),
+                    format!(
+                        "workload `{w}`: `{}` puts {n} placeholders in the path segment `{seg}`; give each placeholder its own path segment",
+                        layout.attempt_dir
+                    ),
+                ));
+            }
+        }
+        for (k, pattern, ph) in [
+            ("attempt_dir", &layout.attempt_dir, "{attempt_id}"),
+            ("attempt_dir", &layout.attempt_dir, "{task_id}"),
+            ("request_start", &layout.request_start, "{seq}"),
+        ] {
+            if pattern.matches(ph).count() > 1 {
+                return Err(err(
+                    &f(&format!("layout.{k}")),
+                    format!(
+                        "workload `{w}`: `{pattern}` names the placeholder {ph} more than once"
+                    ),
+                ));
+            }
+        }
         if !layout.request_start.contains("{seq}") {
             return Err(err(
                 &f("layout.request_start"),

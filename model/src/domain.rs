@@ -123,7 +123,9 @@ pub struct ExceptionInfo {
     pub message: String,
 }
 
-/// The result file of an attempt. Fields not used by a workload are absent or null.
+/// The result file of an attempt as the writers lay it out (the demo writes it). Fields not
+/// used by a workload are absent or null. The audit reads result files with the tolerant
+/// [`ResultFields`] instead.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
 pub struct ResultRecord {
     /// RFC 3339 UTC completion time, or null when the generation never completed.
@@ -173,6 +175,97 @@ impl ResultRecord {
             }
         }
         serde_json::Value::Object(m)
+    }
+}
+
+/// A result file as the audit reads it: field by field, so that an unexpected shape of one
+/// field neither hides the others nor the rule it triggers (SPEC 2.2: a tmax trial with
+/// `exception_info` is excluded; a deepswe attempt with an `infra_error` is not
+/// generation-complete). Text fields take a string as written and any other non-null value
+/// as its compact JSON text; `reward` is a JSON number or null.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ResultFields {
+    /// `completed_utc` as written (a non-string value as its JSON text, which then fails to
+    /// parse as a time and makes the record malformed).
+    pub completed_utc: Option<String>,
+    /// deepswe: how the agent stopped.
+    pub termination: Option<String>,
+    /// deepswe: the infrastructure failure; any non-null value (even `""`, `{}` or `false`).
+    pub infra_error: Option<String>,
+    /// tmax: the exception; any non-null value.
+    pub exception: Option<ExceptionFields>,
+    /// tmax: the score when it is a JSON number; any other value is taken as absent.
+    pub reward: Option<f64>,
+}
+
+/// A non-null `exception_info` of any shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExceptionFields {
+    /// `type` of an object (text); null when the value is not an object or has no `type`.
+    pub kind: Option<String>,
+    /// `message` of an object (text; null when absent); for a value that is not an object,
+    /// the value itself (a string as written, anything else as its JSON text).
+    pub message: Option<String>,
+    /// The whole value as compact JSON text.
+    pub json: String,
+}
+
+impl ExceptionFields {
+    /// One line for an exclusion's detail: `Type: message`, or the JSON text without a type.
+    pub fn detail(&self) -> String {
+        match &self.kind {
+            Some(k) => format!("{k}: {}", self.message.as_deref().unwrap_or("")),
+            None => format!("exception_info {}", self.json),
+        }
+    }
+}
+
+fn json_text(v: Option<&serde_json::Value>) -> Option<String> {
+    match v? {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+impl ResultFields {
+    /// Read a result file. Only invalid JSON, or a top level that is not an object, is an
+    /// error: every field is read on its own (extra keys are ignored).
+    pub fn from_json(bytes: &[u8]) -> Result<ResultFields, String> {
+        let v: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let m = match v {
+            serde_json::Value::Object(m) => m,
+            other => {
+                let what = match other {
+                    serde_json::Value::Array(_) => "an array",
+                    serde_json::Value::String(_) => "a string",
+                    serde_json::Value::Number(_) => "a number",
+                    serde_json::Value::Bool(_) => "a boolean",
+                    _ => "null",
+                };
+                return Err(format!("expected a JSON object, got {what}"));
+            }
+        };
+        let exception = match m.get("exception_info") {
+            None | Some(serde_json::Value::Null) => None,
+            Some(serde_json::Value::Object(o)) => Some(ExceptionFields {
+                kind: json_text(o.get("type")),
+                message: json_text(o.get("message")),
+                json: serde_json::Value::Object(o.clone()).to_string(),
+            }),
+            Some(other) => Some(ExceptionFields {
+                kind: None,
+                message: json_text(Some(other)),
+                json: other.to_string(),
+            }),
+        };
+        Ok(ResultFields {
+            completed_utc: json_text(m.get("completed_utc")),
+            termination: json_text(m.get("termination")),
+            infra_error: json_text(m.get("infra_error")),
+            exception,
+            reward: m.get("reward").and_then(serde_json::Value::as_f64),
+        })
     }
 }
 
@@ -343,6 +436,105 @@ mod tests {
         .unwrap();
         assert_eq!(r.exception_info.unwrap().message, "");
         assert_eq!(r.reward, Some(1.0));
+    }
+
+    #[test]
+    fn result_fields_are_read_one_by_one() {
+        let r = |j: &str| ResultFields::from_json(j.as_bytes());
+        // The shapes the writers use.
+        let t = r(r#"{"completed_utc":"2025-09-01T00:00:00Z","exception_info":{"type":"E","message":"m"},"reward":1}"#).unwrap();
+        assert_eq!(t.completed_utc.as_deref(), Some("2025-09-01T00:00:00Z"));
+        let e = t.exception.unwrap();
+        assert_eq!(
+            (e.kind.as_deref(), e.message.as_deref()),
+            (Some("E"), Some("m"))
+        );
+        assert_eq!(e.detail(), "E: m");
+        assert_eq!(t.reward, Some(1.0));
+        let d =
+            r(r#"{"completed_utc":null,"termination":"submitted","infra_error":null}"#).unwrap();
+        assert_eq!(
+            d,
+            ResultFields {
+                termination: Some("submitted".into()),
+                ..Default::default()
+            }
+        );
+        // exception_info of any non-null shape is an exception.
+        let e = r(r#"{"exception_info":{"message":"boom"}}"#)
+            .unwrap()
+            .exception
+            .unwrap();
+        assert_eq!(
+            (e.kind.as_deref(), e.message.as_deref()),
+            (None, Some("boom"))
+        );
+        assert_eq!(e.detail(), r#"exception_info {"message":"boom"}"#);
+        let e = r(r#"{"exception_info":{"type":"E","traceback":"x"}}"#)
+            .unwrap()
+            .exception
+            .unwrap();
+        assert_eq!((e.kind.as_deref(), e.message.as_deref()), (Some("E"), None));
+        assert_eq!(e.detail(), "E: ");
+        let e = r(r#"{"exception_info":"Timeout"}"#)
+            .unwrap()
+            .exception
+            .unwrap();
+        assert_eq!(
+            (e.kind, e.message.as_deref(), e.json.as_str()),
+            (None, Some("Timeout"), r#""Timeout""#)
+        );
+        let e = r(r#"{"exception_info":137}"#).unwrap().exception.unwrap();
+        assert_eq!((e.kind, e.message.as_deref()), (None, Some("137")));
+        let e = r(r#"{"exception_info":{"type":["A","B"],"message":null}}"#)
+            .unwrap()
+            .exception
+            .unwrap();
+        assert_eq!((e.kind.as_deref(), e.message), (Some(r#"["A","B"]"#), None));
+        assert!(r(r#"{"exception_info":{}}"#).unwrap().exception.is_some());
+        assert!(
+            r(r#"{"exception_info":false}"#)
+                .unwrap()
+                .exception
+                .is_some()
+        );
+        assert!(r(r#"{"exception_info":null}"#).unwrap().exception.is_none());
+        // infra_error: text as written, anything else as its JSON text.
+        assert_eq!(
+            r(r#"{"infra_error":""}"#).unwrap().infra_error.as_deref(),
+            Some("")
+        );
+        assert_eq!(
+            r(r#"{"infra_error":{"code":503}}"#)
+                .unwrap()
+                .infra_error
+                .as_deref(),
+            Some(r#"{"code":503}"#)
+        );
+        assert_eq!(
+            r(r#"{"infra_error":true}"#).unwrap().infra_error.as_deref(),
+            Some("true")
+        );
+        // A non-numeric reward is absent; a non-string completed_utc keeps its JSON text.
+        assert_eq!(r(r#"{"reward":"1.0"}"#).unwrap().reward, None);
+        assert_eq!(r(r#"{"reward":[1]}"#).unwrap().reward, None);
+        assert_eq!(
+            r(r#"{"completed_utc":5}"#)
+                .unwrap()
+                .completed_utc
+                .as_deref(),
+            Some("5")
+        );
+        // Only invalid JSON or a top level that is not an object is refused.
+        assert!(
+            r("{not json")
+                .unwrap_err()
+                .starts_with("key must be a string")
+        );
+        assert_eq!(
+            r("[1]").unwrap_err(),
+            "expected a JSON object, got an array"
+        );
     }
 
     #[test]

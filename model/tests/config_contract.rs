@@ -234,3 +234,40 @@ fn missing_file_names_path() {
         "{e}"
     );
 }
+
+#[test]
+fn layout_placeholders_must_be_matchable() {
+    let with_layout = |layout: &str| {
+        GOOD.replace(
+            "  deepswe:\n    expect",
+            &format!("  deepswe:\n    layout: {{ {layout} }}\n    expect"),
+        )
+    };
+    assert_eq!(
+        err(&with_layout(
+            r#"attempt_dir: "deepswe/{task_id}__{attempt_id}/""#
+        )),
+        "pipeline.yaml:13: field `workloads.deepswe.layout.attempt_dir`: workload `deepswe`: `deepswe/{task_id}__{attempt_id}/` puts 2 placeholders in the path segment `{task_id}__{attempt_id}`; give each placeholder its own path segment"
+    );
+    assert_eq!(
+        err(&with_layout(
+            r#"attempt_dir: "deepswe/{attempt_id}/{attempt_id}/""#
+        )),
+        "pipeline.yaml:13: field `workloads.deepswe.layout.attempt_dir`: workload `deepswe`: `deepswe/{attempt_id}/{attempt_id}/` names the placeholder {attempt_id} more than once"
+    );
+    assert_eq!(
+        err(&with_layout(
+            r#"request_start: "requests/{seq}-{seq}.start""#
+        )),
+        "pipeline.yaml:13: field `workloads.deepswe.layout.request_start`: workload `deepswe`: `requests/{seq}-{seq}.start` names the placeholder {seq} more than once"
+    );
+    // One placeholder with literal text around it is matchable.
+    let (_d, r) = with_files(
+        &with_layout(r#"attempt_dir: "deepswe/task-{task_id}/{attempt_id}.d""#),
+        MANIFEST,
+    );
+    assert_eq!(
+        r.unwrap().layout(WorkloadId::Deepswe).unwrap().attempt_dir,
+        "deepswe/task-{task_id}/{attempt_id}.d/"
+    );
+}

@@ -102,7 +102,9 @@ pub fn build_identity() -> &'static str {
 }
 
 /// The inputs fingerprint of a stage: config hash, tool version and build identity, and the
-/// previous stage's recorded outputs.
+/// previous stage's recorded outputs. Ingest and audit also cover every manifest column of
+/// every archive, in manifest order (ingest reads the locations, audit the workload), so an
+/// edited manifest (a CSV is not part of `pipeline.yaml`'s hash) reruns them.
 pub fn fingerprint(cfg: &LoadedConfig, stage: &str, prior: &BTreeMap<String, String>) -> String {
     let mut h = Sha256::new();
     h.update(format!("agentrace {} stage {stage}\n", model::TOOL_VERSION));
@@ -114,8 +116,31 @@ pub fn fingerprint(cfg: &LoadedConfig, stage: &str, prior: &BTreeMap<String, Str
             a.archive_id, a.sha256, a.bytes
         ));
     }
+    if matches!(stage, "ingest" | "audit") {
+        h.update(format!("manifest {}\n", manifest_identity(cfg)));
+    }
     for (k, v) in prior {
         h.update(format!("input {k} {v}\n"));
+    }
+    hex::encode(h.finalize())
+}
+
+/// SHA256 of every manifest row as validated (all columns; a file location as written,
+/// relative to the manifest, so moving a whole run does not change it), in manifest order.
+pub fn manifest_identity(cfg: &LoadedConfig) -> String {
+    let mut h = Sha256::new();
+    for a in &cfg.archives {
+        let row = serde_json::json!([
+            a.archive_id,
+            a.workload,
+            a.sha256,
+            a.bytes,
+            a.gcs,
+            a.hf,
+            a.file.as_ref().map(|f| &f.relative),
+        ]);
+        h.update(row.to_string());
+        h.update(b"\n");
     }
     hex::encode(h.finalize())
 }

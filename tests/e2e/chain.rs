@@ -266,3 +266,28 @@ fn a_different_build_reruns_the_stages() {
     assert_eq!(stages_skipped(&other), vec![false; 4]);
     assert_eq!(stages_skipped(&other), vec![true; 4]);
 }
+
+/// The ingest and audit fingerprints cover every manifest column, not only each archive's
+/// id, SHA256 and size: moving an archive to another file location (same bytes) reruns
+/// ingest, and an unchanged manifest skips again.
+#[test]
+fn an_edited_manifest_location_reruns_ingest() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    let skipped = |s: &pipeline::run::RunSummary| -> Vec<bool> {
+        s.stages.iter().map(|s| s.skipped).collect()
+    };
+    assert_eq!(skipped(&run(&cfg)), vec![false; 4]);
+    let manifest = d.path().join("manifest.csv");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let row = text.lines().nth(1).unwrap();
+    let old = row.rsplit(',').next().unwrap().to_string();
+    let new = format!("moved/{old}");
+    std::fs::create_dir_all(d.path().join(&new).parent().unwrap()).unwrap();
+    std::fs::copy(d.path().join(&old), d.path().join(&new)).unwrap();
+    let edited = row.replace(&format!(",{old}"), &format!(",{new}"));
+    std::fs::write(&manifest, text.replacen(row, &edited, 1)).unwrap();
+    let second = run(&cfg);
+    assert!(!second.stages[0].skipped, "{:?}", second.stages);
+    assert_eq!(skipped(&run(&cfg)), vec![true; 4]);
+}
