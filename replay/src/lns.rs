@@ -49,6 +49,8 @@ pub struct ChainPoint {
     pub gpu_union: i64,
     /// Cache byte-ns (incremental).
     pub cache_byte_ns: u128,
+    /// Latest end, ns.
+    pub makespan: i64,
     /// The move after which it was visited (0 = the starting schedule).
     pub found_at_move: u64,
 }
@@ -56,7 +58,11 @@ pub struct ChainPoint {
 /// What one chain did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChainOutcome {
-    /// Non-dominated schedules visited, in the order they were found.
+    /// The schedules the chain offers the search, in the order they were visited: those no
+    /// other visited schedule dominated on (GPU, cache), an equal pair kept only with a
+    /// smaller makespan; then, if not among them, the fastest visited schedule and the
+    /// best one on the chain's objective under the search's tie rule (values within a
+    /// relative 1e-9 prefer the smaller makespan).
     pub archive: Vec<ChainPoint>,
     /// Moves tried.
     pub moves: u64,
@@ -772,25 +778,85 @@ fn removal_set(
     set
 }
 
-fn dominated_by(a: (i64, u128), b: (i64, u128)) -> bool {
-    b.0 <= a.0 && b.1 <= a.1
+/// Whether `b` makes `a` redundant: at least as good on both objectives, and better on one
+/// or (equal on both) no slower.
+fn dominated_by(a: (i64, u128, i64), b: (i64, u128, i64)) -> bool {
+    b.0 <= a.0 && b.1 <= a.1 && (b.0 < a.0 || b.1 < a.1 || b.2 <= a.2)
 }
 
-fn archive_add(archive: &mut Vec<ChainPoint>, st: &StartState, at: u64) {
-    let p = (st.gpu_union, st.cache_byte_ns);
+impl StartState {
+    /// Latest end of the placed attempts, ns.
+    fn makespan(&self) -> i64 {
+        self.by_end.last().map_or(0, |p| p.0)
+    }
+
+    fn point(&self, at: u64) -> ChainPoint {
+        ChainPoint {
+            starts: self.starts.clone(),
+            gpu_union: self.gpu_union,
+            cache_byte_ns: self.cache_byte_ns,
+            makespan: self.makespan(),
+            found_at_move: at,
+        }
+    }
+}
+
+/// A schedule the chain keeps aside (the fastest, the best on its objective): the archive
+/// point visited after move `at` while the archive holds it, else its own copy.
+#[derive(Debug)]
+enum Kept {
+    InArchive(u64),
+    Owned(ChainPoint),
+}
+
+impl Kept {
+    /// The state just visited after move `at`: a reference when the archive took it.
+    fn of(st: &StartState, archive: &[ChainPoint], at: u64) -> Kept {
+        if archive.last().is_some_and(|x| x.found_at_move == at) {
+            Kept::InArchive(at)
+        } else {
+            Kept::Owned(st.point(at))
+        }
+    }
+}
+
+/// Add the current state to the archive unless a visited schedule makes it redundant; the
+/// points it makes redundant leave, into `kept` when one of them is kept aside.
+fn archive_add(archive: &mut Vec<ChainPoint>, st: &StartState, at: u64, kept: &mut [&mut Kept]) {
+    let p = (st.gpu_union, st.cache_byte_ns, st.makespan());
     if archive
         .iter()
-        .any(|x| dominated_by(p, (x.gpu_union, x.cache_byte_ns)))
+        .any(|x| dominated_by(p, (x.gpu_union, x.cache_byte_ns, x.makespan)))
     {
         return;
     }
-    archive.retain(|x| !dominated_by((x.gpu_union, x.cache_byte_ns), p));
-    archive.push(ChainPoint {
-        starts: st.starts.clone(),
-        gpu_union: st.gpu_union,
-        cache_byte_ns: st.cache_byte_ns,
-        found_at_move: at,
-    });
+    let mut i = 0;
+    while i < archive.len() {
+        let x = &archive[i];
+        if dominated_by((x.gpu_union, x.cache_byte_ns, x.makespan), p) {
+            let gone = archive.remove(i);
+            for k in kept.iter_mut() {
+                if matches!(**k, Kept::InArchive(at) if at == gone.found_at_move) {
+                    **k = Kept::Owned(gone.clone());
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    archive.push(st.point(at));
+}
+
+/// The search's tie rule on exact values: `(v, mk)` beats `(best, best_mk)` when `v` is
+/// lower by more than a relative 1e-9, or within it with a smaller makespan.
+fn beats(v: u128, mk: i64, best: u128, best_mk: i64) -> bool {
+    let (a, b) = (v as f64, best as f64);
+    let tol = 1e-9 * a.abs().max(b.abs());
+    if (a - b).abs() <= tol {
+        mk < best_mk
+    } else {
+        a < b
+    }
 }
 
 /// Place attempts in `order` one by one at their first-fit start (a backfilling list
@@ -828,10 +894,15 @@ pub fn run_chain(
         infeasible: 0,
         accepted: 0,
     };
-    archive_add(&mut out.archive, &st, 0);
+    archive_add(&mut out.archive, &st, 0, &mut []);
     if g.is_empty() {
         return out;
     }
+    // The fastest visited schedule and the best on the objective by the tie rule.
+    let mut fastest = Kept::InArchive(0);
+    let mut best = Kept::InArchive(0);
+    let (mut fastest_mk, mut best_cost, mut best_mk) =
+        (st.makespan(), cost(&st, objective), st.makespan());
     let late = params.late_acceptance.max(1) as usize;
     let mut history = vec![cost(&st, objective); late];
     for m in 0..u64::from(params.moves) {
@@ -864,7 +935,16 @@ pub fn run_chain(
         if accept {
             out.accepted += 1;
             st.sync_cover(g);
-            archive_add(&mut out.archive, &st, m + 1);
+            archive_add(&mut out.archive, &st, m + 1, &mut [&mut fastest, &mut best]);
+            let (mk, c) = (st.makespan(), cost(&st, objective));
+            if mk < fastest_mk {
+                fastest = Kept::of(&st, &out.archive, m + 1);
+                fastest_mk = mk;
+            }
+            if beats(c, mk, best_cost, best_mk) {
+                best = Kept::of(&st, &out.archive, m + 1);
+                (best_cost, best_mk) = (c, mk);
+            }
         } else {
             if !ok {
                 out.infeasible += 1;
@@ -878,6 +958,18 @@ pub fn run_chain(
         }
         history[slot] = cost(&st, objective);
     }
+    for k in [fastest, best] {
+        if let Kept::Owned(p) = k
+            && p.found_at_move > 0
+            && !out
+                .archive
+                .iter()
+                .any(|x| x.found_at_move == p.found_at_move)
+        {
+            out.archive.push(p);
+        }
+    }
+    out.archive.sort_by_key(|p| p.found_at_move);
     out
 }
 
@@ -887,6 +979,26 @@ mod tests {
     use crate::evaluate::{Plan, cache_byte_ns, evaluate, gpu_union, start_order_of};
     use crate::synthetic::{SyntheticShape, synthetic_instance};
     use rand_chacha::rand_core::SeedableRng;
+
+    #[test]
+    fn equal_objectives_keep_the_faster_schedule_and_near_ties_prefer_it() {
+        // (GPU, cache, makespan)
+        assert!(dominated_by((5, 5, 10), (5, 5, 9)));
+        assert!(!dominated_by((5, 5, 9), (5, 5, 10)));
+        assert!(
+            dominated_by((5, 5, 10), (5, 5, 10)),
+            "the first of equals stays"
+        );
+        assert!(dominated_by((5, 6, 1), (5, 5, 100)));
+        assert!(!dominated_by((4, 6, 1), (5, 5, 0)));
+        // Within a relative 1e-9 the smaller makespan wins; beyond it the smaller value.
+        let v = 1_000_000_000_000u128;
+        assert!(beats(v + 1, 9, v, 10));
+        assert!(!beats(v + 1, 10, v, 9));
+        assert!(!beats(v + 1, 10, v, 10));
+        assert!(!beats(v + 10_000, 1, v, 10));
+        assert!(beats(v - 10_000, 99, v, 10));
+    }
 
     #[test]
     fn incremental_values_equal_a_full_recomputation_and_stay_feasible() {
@@ -940,6 +1052,7 @@ mod tests {
                     .max()
                     .unwrap();
                 assert!(mk <= fifo.makespan);
+                assert_eq!(p.makespan, mk);
                 assert!(p.starts.iter().all(|&s| s >= 0));
                 assert_eq!(p.gpu_union, gpu_union(&g, &p.starts, mk, &mut scratch));
                 let order = start_order_of(&p.starts);
