@@ -343,31 +343,40 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         );
     }
 
-    // Requests of included attempts.
-    let r_workload = col_str(&requests, &requests_path, "workload")?;
-    let r_id = col_str(&requests, &requests_path, "attempt_id")?;
+    // Requests of included attempts. The string columns are read in place (this frame has
+    // a row per request: millions at scale).
+    let r_workload = str_col(&requests, &requests_path, "workload")?;
+    let r_id = str_col(&requests, &requests_path, "attempt_id")?;
     let r_start = col_f64(&requests, &requests_path, "start_offset_s")?;
     let r_end = col_f64(&requests, &requests_path, "end_offset_s")?;
-    let r_sha = optional_col_str(&requests, &requests_path, "archive_sha256")?;
-    let r_prefix = optional_col_str(&requests, &requests_path, "member_prefix")?;
-    for i in 0..requests.height() {
-        let (Some(w), Some(id)) = (&r_workload[i], &r_id[i]) else {
+    let r_sha = optional_str_iter(&requests, &requests_path, "archive_sha256")?;
+    let r_prefix = optional_str_iter(&requests, &requests_path, "member_prefix")?;
+    for (i, (((w, id), sha), prefix)) in r_workload
+        .iter()
+        .zip(r_id.iter())
+        .zip(r_sha)
+        .zip(r_prefix)
+        .enumerate()
+    {
+        let (Some(w), Some(id)) = (w, id) else {
             return Err(column_err(
                 &requests_path,
                 "attempt_id",
                 &format!("null workload or attempt_id in row {i}"),
             ));
         };
-        let key = (w.clone(), id.clone());
-        if origin.get(&key) != Some(&origin_of(&r_sha, &r_prefix, i)) {
-            continue;
+        let key = (w.to_string(), id.to_string());
+        match origin.get(&key) {
+            Some((o_sha, o_prefix)) if o_sha.as_deref() == sha && o_prefix.as_deref() == prefix => {
+            }
+            _ => continue,
         }
         if let Some((a, _)) = included.get_mut(&key) {
             let (Some(s), Some(e)) = (r_start[i], r_end[i]) else {
                 return Err(ReplayError::Input {
                     path: requests_path.clone(),
-                    workload: w.clone(),
-                    attempt_id: id.clone(),
+                    workload: key.0,
+                    attempt_id: key.1,
                     field: "start_offset_s".into(),
                     message: format!("null offset in row {i}"),
                 });
@@ -491,6 +500,28 @@ pub(crate) fn col_str(
     let c = column(df, path, name)?;
     let s = c.str().map_err(|_| cast_err(path, name, c, "a string"))?;
     Ok(s.iter().map(|v| v.map(str::to_string)).collect())
+}
+
+/// A string column, read in place.
+fn str_col<'a>(
+    df: &'a DataFrame,
+    path: &Path,
+    name: &str,
+) -> Result<&'a StringChunked, ReplayError> {
+    let c = column(df, path, name)?;
+    c.str().map_err(|_| cast_err(path, name, c, "a string"))
+}
+
+/// The values of an optional string column, read in place (all null when it is absent).
+fn optional_str_iter<'a>(
+    df: &'a DataFrame,
+    path: &Path,
+    name: &str,
+) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>, ReplayError> {
+    if df.column(name).is_err() {
+        return Ok(Box::new(std::iter::repeat_n(None, df.height())));
+    }
+    Ok(Box::new(str_col(df, path, name)?.iter()))
 }
 
 fn optional_col_str(
