@@ -50,7 +50,8 @@ pub struct AttemptInput {
 impl AttemptInput {
     /// `req_j`: the union length of the attempt's requests (they are disjoint), seconds.
     pub fn request_seconds(&self) -> f64 {
-        self.requests.iter().map(|(s, e)| e - s).sum()
+        // `+ 0.0`: an empty sum is -0.0.
+        self.requests.iter().map(|(s, e)| e - s).sum::<f64>() + 0.0
     }
 }
 
@@ -291,6 +292,15 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         };
     let a_sha = optional_col_str(&attempts, &attempts_path, "archive_sha256")?;
     let a_prefix = optional_col_str(&attempts, &attempts_path, "member_prefix")?;
+    let attempts_trace = a_sha.is_some() && a_prefix.is_some();
+    // Rows per (workload, attempt_id), included or not: an id with more than one row can be
+    // matched only through the trace columns.
+    let mut id_rows: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for (w, id) in a_workload.iter().zip(&a_id) {
+        if let (Some(w), Some(id)) = (w, id) {
+            *id_rows.entry((w.clone(), id.clone())).or_default() += 1;
+        }
+    }
 
     // (workload, attempt_id) -> (AttemptInput, request_s from the attempts frame)
     let mut included: BTreeMap<(String, String), (AttemptInput, f64)> = BTreeMap::new();
@@ -349,8 +359,15 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let r_id = str_col(&requests, &requests_path, "attempt_id")?;
     let r_start = col_f64(&requests, &requests_path, "start_offset_s")?;
     let r_end = col_f64(&requests, &requests_path, "end_offset_s")?;
+    let r_trace =
+        requests.column("archive_sha256").is_ok() && requests.column("member_prefix").is_ok();
     let r_sha = optional_str_iter(&requests, &requests_path, "archive_sha256")?;
     let r_prefix = optional_str_iter(&requests, &requests_path, "member_prefix")?;
+    let matching = Matching {
+        origin: &origin,
+        id_rows: &id_rows,
+        attempts_trace,
+    };
     for (i, (((w, id), sha), prefix)) in r_workload
         .iter()
         .zip(r_id.iter())
@@ -366,10 +383,8 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
             ));
         };
         let key = (w.to_string(), id.to_string());
-        match origin.get(&key) {
-            Some((o_sha, o_prefix)) if o_sha.as_deref() == sha && o_prefix.as_deref() == prefix => {
-            }
-            _ => continue,
+        if !matching.belongs(&key, r_trace.then_some((sha, prefix)), &requests_path)? {
+            continue;
         }
         if let Some((a, _)) = included.get_mut(&key) {
             let (Some(s), Some(e)) = (r_start[i], r_end[i]) else {
@@ -391,6 +406,7 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let ab_digest = col_str(&attempt_blobs, &ab_path, "digest")?;
     let ab_sha = optional_col_str(&attempt_blobs, &ab_path, "archive_sha256")?;
     let ab_prefix = optional_col_str(&attempt_blobs, &ab_path, "member_prefix")?;
+    let ab_trace = ab_sha.is_some() && ab_prefix.is_some();
     let mut uses: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for i in 0..attempt_blobs.height() {
         let (Some(id), Some(d)) = (&ab_id[i], &ab_digest[i]) else {
@@ -406,7 +422,9 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         };
         for w in workloads {
             let key = (w, id.clone());
-            if origin.get(&key) == Some(&origin_of(&ab_sha, &ab_prefix, i)) {
+            let here = origin_of(&ab_sha, &ab_prefix, i);
+            let here = ab_trace.then_some((here.0.as_deref(), here.1.as_deref()));
+            if matching.belongs(&key, here, &ab_path)? {
                 uses.entry(key).or_default().push(d.clone());
             }
         }
@@ -500,6 +518,53 @@ pub(crate) fn col_str(
     let c = column(df, path, name)?;
     let s = c.str().map_err(|_| cast_err(path, name, c, "a string"))?;
     Ok(s.iter().map(|v| v.map(str::to_string)).collect())
+}
+
+/// Which rows of the requests and attempt_blobs frames belong to an included attempt.
+struct Matching<'a> {
+    /// (workload, attempt_id) of each included attempt -> its (archive_sha256,
+    /// member_prefix) in attempts.parquet.
+    origin: &'a BTreeMap<(String, String), (Option<String>, Option<String>)>,
+    /// Rows per (workload, attempt_id) in attempts.parquet, included or not.
+    id_rows: &'a BTreeMap<(String, String), usize>,
+    /// Whether attempts.parquet has both trace columns.
+    attempts_trace: bool,
+}
+
+impl Matching<'_> {
+    /// Whether a row (with its trace values when its frame has the trace columns) belongs
+    /// to the included attempt `key`: by the trace columns when both frames have them, else
+    /// by the id alone, refused when the id has more than one row in attempts.parquet (an
+    /// excluded pilot sharing a census attempt's id).
+    fn belongs(
+        &self,
+        key: &(String, String),
+        here: Option<(Option<&str>, Option<&str>)>,
+        path: &Path,
+    ) -> Result<bool, ReplayError> {
+        let Some(o) = self.origin.get(key) else {
+            return Ok(false);
+        };
+        match here {
+            Some((sha, prefix)) if self.attempts_trace => {
+                Ok(o.0.as_deref() == sha && o.1.as_deref() == prefix)
+            }
+            _ => {
+                let n = self.id_rows.get(key).copied().unwrap_or(0);
+                if n > 1 {
+                    return Err(column_err(
+                        path,
+                        "member_prefix",
+                        &format!(
+                            "{} attempt `{}` has {n} rows in attempts.parquet; without `archive_sha256` and `member_prefix` in both frames its rows cannot be told apart",
+                            key.0, key.1
+                        ),
+                    ));
+                }
+                Ok(true)
+            }
+        }
+    }
 }
 
 /// A string column, read in place.

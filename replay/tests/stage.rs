@@ -327,7 +327,12 @@ fn an_excluded_pilot_sharing_an_included_attempts_id_is_not_attached_to_it() {
     for twins in [false, true] {
         let dir = tempfile::tempdir().unwrap();
         let inst = instances();
-        write_audit_frames_with(&dir.path().join("run"), &inst, twins);
+        write_audit_frames_with(
+            &dir.path().join("run"),
+            &inst,
+            twins,
+            &["attempts", "requests", "attempt_blobs"],
+        );
         let config = write_config(dir.path(), &inst, &WorkloadId::ALL, 20261129, BUDGET);
         run(&config, 1);
         out.push(
@@ -336,6 +341,48 @@ fn an_excluded_pilot_sharing_an_included_attempts_id_is_not_attached_to_it() {
         );
     }
     assert!(out[0] == out[1], "the pilot twin changed the replay");
+}
+
+#[test]
+fn frames_without_the_trace_columns_match_by_id_unless_an_id_is_shared() {
+    // attempts.parquet with the trace columns, requests and attempt_blobs without them (the
+    // SPEC's minimal columns): matched by id, the same values as with them everywhere.
+    let mut out = Vec::new();
+    for trace_in in [
+        &["attempts", "requests", "attempt_blobs"][..],
+        &["attempts"][..],
+        &[][..],
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let inst = instances();
+        write_audit_frames_with(&dir.path().join("run"), &inst, false, trace_in);
+        let config = write_config(dir.path(), &inst, &WorkloadId::ALL, 20261129, BUDGET);
+        run(&config, 1);
+        out.push(
+            ["schedules.parquet", "bounds.parquet", "joint_schedules.csv"]
+                .map(|f| std::fs::read(dir.path().join("run").join(f)).unwrap()),
+        );
+    }
+    assert!(
+        out[0] == out[1] && out[0] == out[2],
+        "the matching changed the replay"
+    );
+    // With a pilot sharing an id, rows without the trace columns cannot be attributed.
+    let dir = tempfile::tempdir().unwrap();
+    let inst = instances();
+    write_audit_frames_with(&dir.path().join("run"), &inst, true, &["attempts"]);
+    let config = write_config(dir.path(), &inst, &WorkloadId::ALL, 20261129, BUDGET);
+    let cfg = model::load_config(&config).unwrap();
+    let err = replay::run(&cfg, &ReplayOptions { threads: Some(1) })
+        .unwrap_err()
+        .to_string();
+    let first = &inst[0].attempts[0].attempt_id;
+    assert!(
+        err.ends_with(&format!(
+            "requests.parquet: column `member_prefix`: tmax attempt `{first}` has 2 rows in attempts.parquet; without `archive_sha256` and `member_prefix` in both frames its rows cannot be told apart"
+        )),
+        "{err}"
+    );
 }
 
 #[test]

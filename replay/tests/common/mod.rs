@@ -71,14 +71,20 @@ pub fn assert_close(actual: f64, expected: f64, what: &str) {
 /// Write the four audit frames for `instances` (plus one excluded attempt per workload,
 /// which the replay must ignore) into `run_dir`.
 pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
-    write_audit_frames_with(run_dir, instances, false);
+    write_audit_frames_with(run_dir, instances, false, &[]);
 }
 
-/// As [`write_audit_frames`]; with `pilot_twins`, every row also carries the audit's trace
-/// columns (`archive_sha256`, `member_prefix`), and each workload's first attempt has an
-/// excluded pilot twin with the same id in another member prefix, with a request and a
-/// 1 GiB blob of its own (the audit allows a pilot and a census attempt to share an id).
-pub fn write_audit_frames_with(run_dir: &Path, instances: &[WorkloadInstance], pilot_twins: bool) {
+/// As [`write_audit_frames`]; the frames named in `trace_in` (of attempts, requests,
+/// attempt_blobs) also carry the audit's trace columns (`archive_sha256`, `member_prefix`),
+/// and with `pilot_twins` each workload's first attempt has an excluded pilot twin with the
+/// same id in another member prefix, with a request and a 1 GiB blob of its own (the audit
+/// allows a pilot and a census attempt to share an id).
+pub fn write_audit_frames_with(
+    run_dir: &Path,
+    instances: &[WorkloadInstance],
+    pilot_twins: bool,
+    trace_in: &[&str],
+) {
     std::fs::create_dir_all(run_dir).unwrap();
     let v = model::run_dir::FRAME_SCHEMA_VERSION;
     let (mut aw, mut at, mut ai, mut ags, mut ad, mut areq, mut ac, mut am, mut ainc) = (
@@ -191,12 +197,12 @@ pub fn write_audit_frames_with(run_dir: &Path, instances: &[WorkloadInstance], p
     let (digests, bytes): (Vec<String>, Vec<u64>) = blob_rows.into_iter().unzip();
     let mut blobs = df!("digest" => digests, "compressed_bytes" => bytes).unwrap();
     let mut attempt_blobs = df!("workload" => bw, "attempt_id" => bi, "digest" => bd).unwrap();
-    if pilot_twins {
-        for (df, tr) in [
-            (&mut attempts, &a_tr),
-            (&mut requests, &r_tr),
-            (&mut attempt_blobs, &b_tr),
-        ] {
+    for (name, df, tr) in [
+        ("attempts", &mut attempts, &a_tr),
+        ("requests", &mut requests, &r_tr),
+        ("attempt_blobs", &mut attempt_blobs, &b_tr),
+    ] {
+        if trace_in.contains(&name) {
             let (sha, prefix): (Vec<String>, Vec<String>) = tr.iter().cloned().unzip();
             df.with_column(Column::new("archive_sha256".into(), sha))
                 .unwrap();
