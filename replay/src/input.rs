@@ -307,7 +307,7 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     // (workload, attempt_id) -> where the included attempt's files are (archive_sha256,
     // member_prefix): an excluded attempt (a pilot) may share its id, and its request and
     // blob rows must not be attached to the included one.
-    let mut origin: BTreeMap<(String, String), (Option<String>, Option<String>)> = BTreeMap::new();
+    let mut origin: Origins = BTreeMap::new();
     for i in 0..attempts.height() {
         if a_incl[i] != Some(true) {
             continue;
@@ -520,11 +520,14 @@ pub(crate) fn col_str(
     Ok(s.iter().map(|v| v.map(str::to_string)).collect())
 }
 
+/// (workload, attempt_id) of each included attempt -> its (archive_sha256, member_prefix)
+/// in attempts.parquet.
+type Origins = BTreeMap<(String, String), (Option<String>, Option<String>)>;
+
 /// Which rows of the requests and attempt_blobs frames belong to an included attempt.
 struct Matching<'a> {
-    /// (workload, attempt_id) of each included attempt -> its (archive_sha256,
-    /// member_prefix) in attempts.parquet.
-    origin: &'a BTreeMap<(String, String), (Option<String>, Option<String>)>,
+    /// Where each included attempt's files are.
+    origin: &'a Origins,
     /// Rows per (workload, attempt_id) in attempts.parquet, included or not.
     id_rows: &'a BTreeMap<(String, String), usize>,
     /// Whether attempts.parquet has both trace columns.

@@ -778,9 +778,10 @@ fn removal_set(
     set
 }
 
-/// Whether `b` makes `a` redundant: at least as good on both objectives, and better on one
-/// or (equal on both) no slower.
-fn dominated_by(a: (i64, u128, i64), b: (i64, u128, i64)) -> bool {
+/// Whether `b` makes `a` redundant, both as (GPU, cache, makespan): at least as good on
+/// both objectives, and better on one or (equal on both) no slower. The chains' archives and
+/// the search's Pareto front keep points by it.
+pub(crate) fn dominated_by(a: (i64, u128, i64), b: (i64, u128, i64)) -> bool {
     b.0 <= a.0 && b.1 <= a.1 && (b.0 < a.0 || b.1 < a.1 || b.2 <= a.2)
 }
 

@@ -925,16 +925,21 @@ impl State {
             self.best_cache = Some(found.clone());
             improved = true;
         }
-        // Pareto front on the exact integers: a point equal in both to an earlier one, or
-        // dominated by one, stays out.
-        let key = (found.eval.gpu_union, found.eval.cache_byte_ns);
-        let dominated = self
+        // Pareto front on the exact integers: a point dominated by one stays out, and so
+        // does one equal in both to an earlier one unless it is faster (then it replaces
+        // it: the joint pick's ties prefer the smaller makespan).
+        let key = (
+            found.eval.gpu_union,
+            found.eval.cache_byte_ns,
+            found.eval.makespan,
+        );
+        let of = |f: &Found| (f.eval.gpu_union, f.eval.cache_byte_ns, f.eval.makespan);
+        if !self
             .front
             .iter()
-            .any(|f| f.eval.gpu_union <= key.0 && f.eval.cache_byte_ns <= key.1);
-        if !dominated {
-            self.front
-                .retain(|f| !(key.0 <= f.eval.gpu_union && key.1 <= f.eval.cache_byte_ns));
+            .any(|f| crate::lns::dominated_by(key, of(f)))
+        {
+            self.front.retain(|f| !crate::lns::dominated_by(of(f), key));
             self.front.push(found);
             improved = true;
         }
