@@ -331,7 +331,7 @@ pub fn scan_tar_stream(
                     ));
                 }
                 if let Some(t) = global_pax_mtime(&records) {
-                    global_mtime = Some(t);
+                    global_mtime = t;
                 }
                 continue;
             }
@@ -428,18 +428,22 @@ pub fn scan_tar_stream(
 const MAX_GLOBAL_HEADER_BYTES: u64 = 1024 * 1024;
 
 /// The `mtime` record of a global PAX header's data, if it has one (the last one wins, as a
-/// later record overrides an earlier one), or why it cannot be read.
-fn global_pax_mtime(records: &[u8]) -> Option<Result<MemberTime, String>> {
+/// later record overrides an earlier one): `Some(None)` when its value is empty (POSIX: the
+/// global value is removed), else the time or why it cannot be read.
+#[allow(clippy::option_option)]
+fn global_pax_mtime(records: &[u8]) -> Option<Option<Result<MemberTime, String>>> {
     let mut mtime = None;
     for ext in tar::PaxExtensions::new(records) {
         match ext {
-            Err(e) => return Some(Err(format!("unreadable global PAX record: {e}"))),
+            Err(e) => return Some(Some(Err(format!("unreadable global PAX record: {e}")))),
+            Ok(x) if x.key_bytes() == b"mtime" && x.value_bytes().is_empty() => {
+                mtime = Some(None);
+            }
             Ok(x) if x.key_bytes() == b"mtime" => {
                 let v = String::from_utf8_lossy(x.value_bytes()).into_owned();
-                mtime = Some(
-                    parse_epoch_decimal(&v)
-                        .ok_or_else(|| format!("global PAX mtime `{v}` is not a decimal time")),
-                );
+                mtime = Some(Some(parse_epoch_decimal(&v).ok_or_else(|| {
+                    format!("global PAX mtime `{v}` is not a decimal time")
+                })));
             }
             Ok(_) => {}
         }

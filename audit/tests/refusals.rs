@@ -873,6 +873,7 @@ fn a_global_pax_mtime_applies_to_later_members_without_their_own() {
     let result =
         r#"{"completed_utc":"2025-09-01T00:01:40Z","termination":"submitted","infra_error":null}"#;
     let i2 = IDENT.replace("t1", "t2").replace("a1", "a2");
+    let i3 = IDENT.replace("t1", "t3").replace("a1", "a3");
     let timers = b"{\"seq\":1,\"elapsed_ns\":1500000000}\n{\"seq\":2,\"elapsed_ns\":1000000000}\n";
     let m = vec![
         M::Global("pax_global_header", "1756684800.5"),
@@ -891,13 +892,21 @@ fn a_global_pax_mtime_applies_to_later_members_without_their_own() {
         M::Global("/tmp/GlobalHead.0.1", "1756684850"),
         M::Plain("deepswe/t2/a2/identity.json", i2.as_bytes(), 0),
         M::Plain("deepswe/t2/a2/result.json", result.as_bytes(), 0),
+        // An empty global value removes it (POSIX): the ustar mtime counts again.
+        M::Global("pax_global_header", ""),
+        M::Plain("deepswe/t3/a3/identity.json", i3.as_bytes(), 1_756_684_900),
+        M::Plain("deepswe/t3/a3/result.json", result.as_bytes(), 0),
     ];
-    let (d, r) = audit_one("deepswe", &m, (2, 2));
+    let (d, r) = audit_one("deepswe", &m, (3, 3));
     r.unwrap();
     let p = d.path();
     assert_eq!(
         f64_col(p, "attempts", "gen_start"),
-        vec![Some(1_756_684_800.5), Some(1_756_684_850.0)]
+        vec![
+            Some(1_756_684_800.5),
+            Some(1_756_684_850.0),
+            Some(1_756_684_900.0)
+        ]
     );
     assert_eq!(
         f64_col(p, "requests", "start_offset_s"),
