@@ -871,7 +871,16 @@ fn content_status_error(uri: &str, s: StatusCode) -> FetchError {
 
 /// The start of a refusal's body on one line (e.g. `Request has expired`), or nothing.
 async fn short_text(resp: reqwest::Response) -> String {
-    let text = resp.text().await.unwrap_or_default();
+    // At most the first 4 KiB of the body are read: a refusal is short.
+    let mut head: Vec<u8> = Vec::new();
+    let mut body = resp.bytes_stream();
+    while head.len() < 4096 {
+        match body.next().await {
+            Some(Ok(chunk)) => head.extend_from_slice(&chunk[..chunk.len().min(4096 - head.len())]),
+            _ => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&head);
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     line.chars().take(120).collect()
 }
