@@ -1044,6 +1044,12 @@ mod tests {
                 Objective::Cache => fifo.cache_byte_ns,
             };
             assert!(best < fifo_value, "{objective:?}: {best} !< {fifo_value}");
+            // Offered once each, in the order visited.
+            assert!(
+                out.archive
+                    .windows(2)
+                    .all(|w| w[0].found_at_move < w[1].found_at_move)
+            );
             for p in &out.archive {
                 let mk = p
                     .starts
