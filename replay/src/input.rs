@@ -281,18 +281,9 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let a_cores = col_f64(&attempts, &attempts_path, "quota_cores")?;
     let a_gib = col_f64(&attempts, &attempts_path, "quota_gib")?;
     let a_incl = col_bool(&attempts, &attempts_path, "included")?;
-    // The attempt's origin (absent in frames written without the trace columns: then ids
-    // alone identify attempts).
-    let origin_of =
-        |sha: &Option<Vec<Option<String>>>, prefix: &Option<Vec<Option<String>>>, i: usize| {
-            (
-                sha.as_ref().and_then(|c| c[i].clone()),
-                prefix.as_ref().and_then(|c| c[i].clone()),
-            )
-        };
-    let a_sha = optional_col_str(&attempts, &attempts_path, "archive_sha256")?;
-    let a_prefix = optional_col_str(&attempts, &attempts_path, "member_prefix")?;
-    let attempts_trace = a_sha.is_some() && a_prefix.is_some();
+    // Each attempt's origin (absent in frames written without the trace columns).
+    let a_trace: Vec<_> = trace_rows(&attempts, &attempts_path)?.collect();
+    let attempts_trace = has_trace(&attempts);
     // Rows per (workload, attempt_id), included or not: an id with more than one row can be
     // matched only through the trace columns.
     let mut id_rows: BTreeMap<(String, String), usize> = BTreeMap::new();
@@ -347,9 +338,10 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         {
             return Err(input_err("attempt_id", "included twice"));
         }
+        let (sha, prefix) = a_trace[i].unwrap_or_default();
         origin.insert(
             (workload.clone(), attempt_id.clone()),
-            origin_of(&a_sha, &a_prefix, i),
+            (sha.map(str::to_string), prefix.map(str::to_string)),
         );
     }
 
@@ -359,22 +351,13 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let r_id = str_col(&requests, &requests_path, "attempt_id")?;
     let r_start = col_f64(&requests, &requests_path, "start_offset_s")?;
     let r_end = col_f64(&requests, &requests_path, "end_offset_s")?;
-    let r_trace =
-        requests.column("archive_sha256").is_ok() && requests.column("member_prefix").is_ok();
-    let r_sha = optional_str_iter(&requests, &requests_path, "archive_sha256")?;
-    let r_prefix = optional_str_iter(&requests, &requests_path, "member_prefix")?;
+    let r_trace = trace_rows(&requests, &requests_path)?;
     let matching = Matching {
         origin: &origin,
         id_rows: &id_rows,
         attempts_trace,
     };
-    for (i, (((w, id), sha), prefix)) in r_workload
-        .iter()
-        .zip(r_id.iter())
-        .zip(r_sha)
-        .zip(r_prefix)
-        .enumerate()
-    {
+    for (i, ((w, id), here)) in r_workload.iter().zip(r_id.iter()).zip(r_trace).enumerate() {
         let (Some(w), Some(id)) = (w, id) else {
             return Err(column_err(
                 &requests_path,
@@ -383,7 +366,7 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
             ));
         };
         let key = (w.to_string(), id.to_string());
-        if !matching.belongs(&key, r_trace.then_some((sha, prefix)), &requests_path)? {
+        if !matching.belongs(&key, here, &requests_path)? {
             continue;
         }
         if let Some((a, _)) = included.get_mut(&key) {
@@ -404,11 +387,9 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     let ab_workload = optional_col_str(&attempt_blobs, &ab_path, "workload")?;
     let ab_id = col_str(&attempt_blobs, &ab_path, "attempt_id")?;
     let ab_digest = col_str(&attempt_blobs, &ab_path, "digest")?;
-    let ab_sha = optional_col_str(&attempt_blobs, &ab_path, "archive_sha256")?;
-    let ab_prefix = optional_col_str(&attempt_blobs, &ab_path, "member_prefix")?;
-    let ab_trace = ab_sha.is_some() && ab_prefix.is_some();
+    let ab_trace = trace_rows(&attempt_blobs, &ab_path)?;
     let mut uses: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    for i in 0..attempt_blobs.height() {
+    for (i, here) in ab_trace.enumerate() {
         let (Some(id), Some(d)) = (&ab_id[i], &ab_digest[i]) else {
             return Err(column_err(
                 &ab_path,
@@ -422,8 +403,6 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         };
         for w in workloads {
             let key = (w, id.clone());
-            let here = origin_of(&ab_sha, &ab_prefix, i);
-            let here = ab_trace.then_some((here.0.as_deref(), here.1.as_deref()));
             if matching.belongs(&key, here, &ab_path)? {
                 uses.entry(key).or_default().push(d.clone());
             }
@@ -542,7 +521,7 @@ impl Matching<'_> {
     fn belongs(
         &self,
         key: &(String, String),
-        here: Option<(Option<&str>, Option<&str>)>,
+        here: TraceRow<'_>,
         path: &Path,
     ) -> Result<bool, ReplayError> {
         let Some(o) = self.origin.get(key) else {
@@ -580,16 +559,25 @@ fn str_col<'a>(
     c.str().map_err(|_| cast_err(path, name, c, "a string"))
 }
 
-/// The values of an optional string column, read in place (all null when it is absent).
-fn optional_str_iter<'a>(
+/// Whether a frame has both trace columns (`archive_sha256`, `member_prefix`).
+fn has_trace(df: &DataFrame) -> bool {
+    df.column("archive_sha256").is_ok() && df.column("member_prefix").is_ok()
+}
+
+/// A row's `(archive_sha256, member_prefix)`, or `None` when its frame lacks them.
+type TraceRow<'a> = Option<(Option<&'a str>, Option<&'a str>)>;
+
+/// Every row's [`TraceRow`], read in place.
+fn trace_rows<'a>(
     df: &'a DataFrame,
     path: &Path,
-    name: &str,
-) -> Result<Box<dyn Iterator<Item = Option<&'a str>> + 'a>, ReplayError> {
-    if df.column(name).is_err() {
+) -> Result<Box<dyn Iterator<Item = TraceRow<'a>> + 'a>, ReplayError> {
+    if !has_trace(df) {
         return Ok(Box::new(std::iter::repeat_n(None, df.height())));
     }
-    Ok(Box::new(str_col(df, path, name)?.iter()))
+    let sha = str_col(df, path, "archive_sha256")?;
+    let prefix = str_col(df, path, "member_prefix")?;
+    Ok(Box::new(sha.iter().zip(prefix.iter()).map(Some)))
 }
 
 fn optional_col_str(
