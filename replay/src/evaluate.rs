@@ -117,6 +117,16 @@ impl GridInstance {
         self.request_start.len()
     }
 
+    /// Attempt `j`'s requests shifted to its start `s`, as `[x, y)` in ns.
+    #[inline]
+    pub fn shifted_requests(&self, j: usize, s: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let range = self.request_first[j]..self.request_first[j + 1];
+        self.request_start[range.clone()]
+            .iter()
+            .zip(&self.request_end[range])
+            .map(move |(&r0, &r1)| (s + r0, s + r1))
+    }
+
     /// Whether a set of attempts fits together in an empty system.
     pub fn fits_empty(&self, attempts: &[u32]) -> bool {
         let c: i64 = attempts.iter().map(|&j| self.cores[j as usize]).sum();
@@ -391,12 +401,7 @@ pub fn covered_bucket_union(
     for &j in start_order {
         let j = j as usize;
         let s = starts[j];
-        let range = g.request_first[j]..g.request_first[j + 1];
-        for (&r0, &r1) in g.request_start[range.clone()]
-            .iter()
-            .zip(&g.request_end[range])
-        {
-            let (x, y) = (s + r0, s + r1);
+        for (x, y) in g.shifted_requests(j, s) {
             // Buckets [fb, lb) lie inside [x, y).
             let fb = ((x + width - 1) >> shift) as usize;
             let lb = (y >> shift) as usize;
@@ -427,12 +432,7 @@ pub fn covered_bucket_union(
     for &j in start_order {
         let j = j as usize;
         let s = starts[j];
-        let range = g.request_first[j]..g.request_first[j + 1];
-        for (&r0, &r1) in g.request_start[range.clone()]
-            .iter()
-            .zip(&g.request_end[range])
-        {
-            let (x, y) = (s + r0, s + r1);
+        for (x, y) in g.shifted_requests(j, s) {
             let fb = (x + width - 1) >> shift;
             let lb = y >> shift;
             let first = (x >> shift) as usize;
@@ -546,19 +546,14 @@ pub fn ring_union_in_order(
             spill,
             merged,
         );
-        let range = g.request_first[j]..g.request_first[j + 1];
-        for (&r0, &r1) in g.request_start[range.clone()]
-            .iter()
-            .zip(&g.request_end[range])
-        {
-            let x = s + r0;
+        for (x, y) in g.shifted_requests(j, s) {
             let slot = (x >> shift) as usize & mask;
             let n = fill[slot] as usize;
             fill[slot] += 1;
             if n < SLOT {
-                slots[slot * SLOT + n] = (x, s + r1);
+                slots[slot * SLOT + n] = (x, y);
             } else {
-                spill[slot].push((x, s + r1));
+                spill[slot].push((x, y));
             }
         }
     }
