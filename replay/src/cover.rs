@@ -150,25 +150,15 @@ impl RequestCover {
     }
 
     fn place(&mut self, x: i64, y: i64, id: u32) {
-        let shift = self.shift;
-        let first = (x >> shift) as usize;
-        let mut b = first;
-        loop {
-            let lo = (b as i64) << shift;
-            let hi = ((b as i64) + 1) << shift;
-            let (cx, cy) = (x.max(lo), y.min(hi));
-            if cx == lo && cy == hi {
-                self.full[b] += 1;
+        for p in bucket_pieces(x, y, self.shift) {
+            if p.whole {
+                self.full[p.bucket] += 1;
             } else {
-                let slot = 2 * id + u32::from(b != first);
-                let list = &mut self.part[b];
+                let slot = 2 * id + u32::from(!p.first);
+                let list = &mut self.part[p.bucket];
                 self.pos[slot as usize] = list.len() as u32;
-                list.push((cx, cy, slot));
+                list.push((p.start, p.end, slot));
             }
-            if y <= hi {
-                break;
-            }
-            b += 1;
         }
     }
 
@@ -213,17 +203,12 @@ impl RequestCover {
         let mut unc = 0i64;
         let mut new_gaps = std::mem::take(&mut self.scratch);
         new_gaps.clear();
-        let shift = self.shift;
-        let first = (x >> shift) as usize;
-        let mut b = first;
-        loop {
-            let lo = (b as i64) << shift;
-            let hi = ((b as i64) + 1) << shift;
-            let (cx, cy) = (x.max(lo), y.min(hi));
-            if cx == lo && cy == hi {
+        for p in bucket_pieces(x, y, self.shift) {
+            let (b, cx, cy) = (p.bucket, p.start, p.end);
+            if p.whole {
                 self.full[b] -= 1;
             } else {
-                let slot = 2 * id + u32::from(b != first);
+                let slot = 2 * id + u32::from(!p.first);
                 let at = self.pos[slot as usize] as usize;
                 let list = &mut self.part[b];
                 debug_assert_eq!(list[at], (cx, cy, slot));
@@ -260,10 +245,6 @@ impl RequestCover {
                     unc += cy - reach;
                 }
             }
-            if y <= hi {
-                break;
-            }
-            b += 1;
         }
         for &(a, c) in &new_gaps {
             self.gaps.add(a, c);
@@ -271,6 +252,42 @@ impl RequestCover {
         self.scratch = new_gaps;
         unc
     }
+}
+
+/// The part of a request `[x, y)` in one bucket of the request cover.
+struct BucketPiece {
+    bucket: usize,
+    start: i64,
+    end: i64,
+    /// The request covers the whole bucket.
+    whole: bool,
+    /// The request's first bucket (its partial pieces have slots `2 * id` here,
+    /// `2 * id + 1` in its last bucket).
+    first: bool,
+}
+
+/// The pieces of `[x, y)` in buckets of `2^shift` ns, in order (none when it is empty: an
+/// empty request covers nothing).
+#[inline]
+fn bucket_pieces(x: i64, y: i64, shift: u32) -> impl Iterator<Item = BucketPiece> {
+    let first = (x >> shift) as usize;
+    let end = if y > x {
+        ((y - 1) >> shift) as usize + 1
+    } else {
+        first
+    };
+    (first..end).map(move |b| {
+        let lo = (b as i64) << shift;
+        let hi = ((b as i64) + 1) << shift;
+        let (start, end) = (x.max(lo), y.min(hi));
+        BucketPiece {
+            bucket: b,
+            start,
+            end,
+            whole: start == lo && end == hi,
+            first: b == first,
+        }
+    })
 }
 
 /// A sorted list in chunks (insert and remove move at most a chunk; the `i`-th element by
