@@ -16,6 +16,23 @@ fn revision() -> String {
     demo::write::demo_hf_revision(demo::DEFAULT_SEED)
 }
 
+/// A ledger row of a fetch that failed after the Hub resolved the pin: verdict error, the
+/// one-line error `{uri}: {detail}`, and the resolved commit kept.
+fn assert_failed_after_resolve(row: &ingest::LedgerRow, detail: &str, case: &str) {
+    assert_eq!(row.verdict, Verdict::Error, "{case}");
+    assert_eq!(
+        row.error.as_deref(),
+        Some(format!("{}: {detail}", row.uri).as_str()),
+        "{case}"
+    );
+    assert!(!row.error.as_deref().unwrap().contains('\n'), "{case}");
+    assert_eq!(
+        row.resolved_commit.as_deref(),
+        Some(revision().as_str()),
+        "{case}"
+    );
+}
+
 #[test]
 fn a_commit_other_than_the_pin_and_an_unknown_revision_are_refused() {
     let c = small_corpus();
@@ -430,18 +447,11 @@ fn a_content_host_refusing_every_url_ends_in_denied_after_bounded_re_resolves() 
     assert_eq!(cfg.config.ingest.retries, 3);
     let report = failed_report(ingest::run(&cfg, &opts()));
     let row = &report.ledger[0];
-    assert_eq!(row.verdict, Verdict::Error);
-    assert_eq!(
-        row.error.as_deref(),
-        Some(
-            format!(
-                "{}: access denied (HTTP 403): the content host refused the request (Request has expired) after the URL was re-resolved 3 time(s)",
-                row.uri
-            )
-            .as_str()
-        )
+    assert_failed_after_resolve(
+        row,
+        "access denied (HTTP 403): the content host refused the request (Request has expired) after the URL was re-resolved 3 time(s)",
+        "",
     );
-    assert_eq!(row.resolved_commit.as_deref(), Some(revision().as_str()));
     assert_eq!(row.actual_sha256, None);
     let log = seen(&hub);
     let resolves = log.iter().filter(|r| r.0 == HubRole::Hub).count();
@@ -510,21 +520,14 @@ fn a_re_resolve_announcing_another_commit_etag_or_size_is_refused() {
         );
         let report = failed_report(ingest::run(&cfg, &opts()));
         let row = &report.ledger[0];
-        assert_eq!(row.verdict, Verdict::Error, "{name}");
-        assert_eq!(
-            row.error.as_deref(),
-            Some(
-                format!(
-                    "{}: the Hub's answer changed when the expired content URL was re-resolved ({what}); the bytes under a pinned commit must not change",
-                    row.uri
-                )
-                .as_str()
+        // With the commit of the first resolve, under which the fetch started.
+        assert_failed_after_resolve(
+            row,
+            &format!(
+                "the Hub's answer changed when the expired content URL was re-resolved ({what}); the bytes under a pinned commit must not change"
             ),
-            "{name}"
+            name,
         );
-        assert!(!row.error.as_deref().unwrap().contains('\n'));
-        // The commit of the first resolve, under which the fetch started.
-        assert_eq!(row.resolved_commit.as_deref(), Some(revision().as_str()));
         // Refused right after the second resolve: no request went to its URL.
         let log = seen(&hub);
         assert_eq!(
@@ -555,18 +558,11 @@ fn a_member_missing_from_its_shard_leaves_the_resolved_commit_in_the_ledger() {
     let cfg = c.pipeline("hf-no-member", &rows, &[Hf], None, Some(hub.endpoint()));
     let report = failed_report(ingest::run(&cfg, &opts()));
     let row = &report.ledger[0];
-    assert_eq!(row.verdict, Verdict::Error);
-    assert_eq!(
-        row.error.as_deref(),
-        Some(
-            format!(
-                "{}: not found: raw shard `raw/shard-00000.tar` has no member `not-in-the-shard.tar.gz`",
-                row.uri
-            )
-            .as_str()
-        )
+    assert_failed_after_resolve(
+        row,
+        "not found: raw shard `raw/shard-00000.tar` has no member `not-in-the-shard.tar.gz`",
+        "",
     );
-    assert_eq!(row.resolved_commit.as_deref(), Some(revision().as_str()));
     assert_eq!(row.method, None);
     // As written to ledger.parquet.
     let df = ledger_df(&cfg);
