@@ -87,123 +87,108 @@ pub fn write_audit_frames_with(
 ) {
     std::fs::create_dir_all(run_dir).unwrap();
     let v = model::run_dir::FRAME_SCHEMA_VERSION;
-    let (mut aw, mut at, mut ai, mut ags, mut ad, mut areq, mut ac, mut am, mut ainc) = (
-        vec![],
-        vec![],
-        vec![],
-        vec![],
-        vec![],
-        vec![],
-        vec![],
-        vec![],
-        vec![],
-    );
-    let (mut rw, mut ri, mut rs, mut re) = (vec![], vec![], vec![], vec![]);
-    let (mut bw, mut bi, mut bd) = (vec![], vec![], vec![]);
-    // Trace columns: (archive_sha256, member_prefix) per row of attempts, requests, blobs.
-    let (mut a_tr, mut r_tr, mut b_tr): (Vec<(String, String)>, Vec<_>, Vec<_>) =
-        (vec![], vec![], vec![]);
-    let mut blob_rows: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut rows = AuditRows::default();
     for inst in instances {
-        let w = inst.workload.as_str().to_string();
-        let sha = format!("sha-{w}");
+        let w = inst.workload.as_str();
+        let origin = |prefix: String| (format!("sha-{w}"), prefix);
         for a in &inst.attempts {
-            let tr = (sha.clone(), format!("{w}/{}/", a.attempt_id));
-            a_tr.push(tr.clone());
-            aw.push(w.clone());
-            at.push(a.task_id.clone());
-            ai.push(a.attempt_id.clone());
-            ags.push(a.gen_start);
-            ad.push(Some(a.duration_s));
-            areq.push(a.request_seconds());
-            ac.push(a.cores);
-            am.push(a.mem_gib);
-            ainc.push(true);
-            for &(s, e) in &a.requests {
-                r_tr.push(tr.clone());
-                rw.push(w.clone());
-                ri.push(a.attempt_id.clone());
-                rs.push(s);
-                re.push(e);
+            let o = origin(format!("{w}/{}/", a.attempt_id));
+            let (task, id) = (&a.task_id, &a.attempt_id);
+            let quota = (a.cores, a.mem_gib);
+            rows.attempt(
+                w,
+                task,
+                id,
+                (a.gen_start, Some(a.duration_s)),
+                a.request_seconds(),
+                quota,
+                true,
+                &o,
+            );
+            for &r in &a.requests {
+                rows.request(w, id, r, &o);
             }
             for &b in &a.blobs {
                 let blob = &inst.blobs[b as usize];
-                b_tr.push(tr.clone());
-                bw.push(w.clone());
-                bi.push(a.attempt_id.clone());
-                bd.push(blob.digest.clone());
-                blob_rows.insert(blob.digest.clone(), blob.compressed_bytes);
+                rows.blob(w, id, &blob.digest, blob.compressed_bytes, &o);
             }
         }
         if pilot_twins && let Some(a) = inst.attempts.first() {
-            let tr = (sha.clone(), format!("{w}/pilot/{}/", a.attempt_id));
-            a_tr.push(tr.clone());
-            aw.push(w.clone());
-            at.push(a.task_id.clone());
-            ai.push(a.attempt_id.clone());
-            ags.push(a.gen_start);
-            ad.push(Some(a.duration_s));
-            areq.push(0.5);
-            ac.push(a.cores);
-            am.push(a.mem_gib);
-            ainc.push(false);
-            r_tr.push(tr.clone());
-            rw.push(w.clone());
-            ri.push(a.attempt_id.clone());
-            rs.push(0.0);
-            re.push(0.5);
-            b_tr.push(tr);
-            bw.push(w.clone());
-            bi.push(a.attempt_id.clone());
-            bd.push("sha256:pilot-twin".to_string());
-            blob_rows.insert("sha256:pilot-twin".into(), 1 << 30);
+            let o = origin(format!("{w}/pilot/{}/", a.attempt_id));
+            let (task, id) = (&a.task_id, &a.attempt_id);
+            let quota = (a.cores, a.mem_gib);
+            rows.attempt(
+                w,
+                task,
+                id,
+                (a.gen_start, Some(a.duration_s)),
+                0.5,
+                quota,
+                false,
+                &o,
+            );
+            rows.request(w, id, (0.0, 0.5), &o);
+            rows.blob(w, id, "sha256:pilot-twin", 1 << 30, &o);
         }
         // An excluded attempt with a huge quota: it must not be replayed.
-        a_tr.push((sha.clone(), format!("{w}/excluded/")));
-        aw.push(w.clone());
-        at.push("excluded-task".into());
-        ai.push(format!("{w}-excluded"));
-        ags.push(0.0);
-        ad.push(None);
-        areq.push(1.0);
-        ac.push(1e6);
-        am.push(1e6);
-        ainc.push(false);
-        r_tr.push((sha.clone(), format!("{w}/excluded/")));
-        rw.push(w.clone());
-        ri.push(format!("{w}-excluded"));
-        rs.push(0.0);
-        re.push(1.0);
+        let o = origin(format!("{w}/excluded/"));
+        let id = format!("{w}-excluded");
+        rows.attempt(
+            w,
+            "excluded-task",
+            &id,
+            (0.0, None),
+            1.0,
+            (1e6, 1e6),
+            false,
+            &o,
+        );
+        rows.request(w, &id, (0.0, 1.0), &o);
     }
+    let r = &rows;
     let mut attempts = df!(
-        "workload" => aw,
-        "task_id" => at,
-        "attempt_id" => ai,
-        "gen_start" => ags,
-        "duration_s" => ad,
-        "request_s" => areq,
-        "quota_cores" => ac,
-        "quota_gib" => am,
-        "included" => ainc,
+        "workload" => r.a.iter().map(|x| x.workload.clone()).collect::<Vec<_>>(),
+        "task_id" => r.a.iter().map(|x| x.task_id.clone()).collect::<Vec<_>>(),
+        "attempt_id" => r.a.iter().map(|x| x.attempt_id.clone()).collect::<Vec<_>>(),
+        "gen_start" => r.a.iter().map(|x| x.gen_start).collect::<Vec<_>>(),
+        "duration_s" => r.a.iter().map(|x| x.duration_s).collect::<Vec<_>>(),
+        "request_s" => r.a.iter().map(|x| x.request_s).collect::<Vec<_>>(),
+        "quota_cores" => r.a.iter().map(|x| x.quota.0).collect::<Vec<_>>(),
+        "quota_gib" => r.a.iter().map(|x| x.quota.1).collect::<Vec<_>>(),
+        "included" => r.a.iter().map(|x| x.included).collect::<Vec<_>>(),
     )
     .unwrap();
     let mut requests = df!(
-        "workload" => rw,
-        "attempt_id" => ri,
-        "start_offset_s" => rs,
-        "end_offset_s" => re,
+        "workload" => r.r.iter().map(|x| x.0.clone()).collect::<Vec<_>>(),
+        "attempt_id" => r.r.iter().map(|x| x.1.clone()).collect::<Vec<_>>(),
+        "start_offset_s" => r.r.iter().map(|x| x.2.0).collect::<Vec<_>>(),
+        "end_offset_s" => r.r.iter().map(|x| x.2.1).collect::<Vec<_>>(),
     )
     .unwrap();
-    let (digests, bytes): (Vec<String>, Vec<u64>) = blob_rows.into_iter().unzip();
+    let (digests, bytes): (Vec<String>, Vec<u64>) =
+        r.sizes.iter().map(|(d, b)| (d.clone(), *b)).unzip();
     let mut blobs = df!("digest" => digests, "compressed_bytes" => bytes).unwrap();
-    let mut attempt_blobs = df!("workload" => bw, "attempt_id" => bi, "digest" => bd).unwrap();
-    for (name, df, tr) in [
-        ("attempts", &mut attempts, &a_tr),
-        ("requests", &mut requests, &r_tr),
-        ("attempt_blobs", &mut attempt_blobs, &b_tr),
-    ] {
+    let mut attempt_blobs = df!(
+        "workload" => r.b.iter().map(|x| x.0.clone()).collect::<Vec<_>>(),
+        "attempt_id" => r.b.iter().map(|x| x.1.clone()).collect::<Vec<_>>(),
+        "digest" => r.b.iter().map(|x| x.2.clone()).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let origins = [
+        r.a.iter().map(|x| x.origin.clone()).collect::<Vec<_>>(),
+        r.r.iter().map(|x| x.3.clone()).collect(),
+        r.b.iter().map(|x| x.3.clone()).collect(),
+    ];
+    for ((name, df), origin) in [
+        ("attempts", &mut attempts),
+        ("requests", &mut requests),
+        ("attempt_blobs", &mut attempt_blobs),
+    ]
+    .into_iter()
+    .zip(origins)
+    {
         if trace_in.contains(&name) {
-            let (sha, prefix): (Vec<String>, Vec<String>) = tr.iter().cloned().unzip();
+            let (sha, prefix): (Vec<String>, Vec<String>) = origin.into_iter().unzip();
             df.with_column(Column::new("archive_sha256".into(), sha))
                 .unwrap();
             df.with_column(Column::new("member_prefix".into(), prefix))
@@ -222,6 +207,71 @@ pub fn write_audit_frames_with(
             &frames::FrameMeta::new(name, v),
         )
         .unwrap();
+    }
+}
+
+/// A row's (archive_sha256, member_prefix).
+type Origin = (String, String);
+
+/// One row of the attempts frame, as [`write_audit_frames_with`] writes it.
+struct AttemptRow {
+    workload: String,
+    task_id: String,
+    attempt_id: String,
+    gen_start: f64,
+    duration_s: Option<f64>,
+    request_s: f64,
+    quota: (f64, f64),
+    included: bool,
+    origin: Origin,
+}
+
+/// The rows of the audit frames, with each row's origin (the trace columns).
+#[derive(Default)]
+struct AuditRows {
+    a: Vec<AttemptRow>,
+    /// (workload, attempt_id, (start, end) offsets, origin)
+    r: Vec<(String, String, (f64, f64), Origin)>,
+    /// (workload, attempt_id, digest, origin)
+    b: Vec<(String, String, String, Origin)>,
+    /// digest -> compressed bytes
+    sizes: std::collections::BTreeMap<String, u64>,
+}
+
+impl AuditRows {
+    #[allow(clippy::too_many_arguments)]
+    fn attempt(
+        &mut self,
+        w: &str,
+        task: &str,
+        id: &str,
+        (gen_start, duration_s): (f64, Option<f64>),
+        request_s: f64,
+        quota: (f64, f64),
+        included: bool,
+        origin: &Origin,
+    ) {
+        self.a.push(AttemptRow {
+            workload: w.into(),
+            task_id: task.into(),
+            attempt_id: id.into(),
+            gen_start,
+            duration_s,
+            request_s,
+            quota,
+            included,
+            origin: origin.clone(),
+        });
+    }
+
+    fn request(&mut self, w: &str, id: &str, offsets: (f64, f64), origin: &Origin) {
+        self.r.push((w.into(), id.into(), offsets, origin.clone()));
+    }
+
+    fn blob(&mut self, w: &str, id: &str, digest: &str, bytes: u64, origin: &Origin) {
+        self.b
+            .push((w.into(), id.into(), digest.into(), origin.clone()));
+        self.sizes.insert(digest.into(), bytes);
     }
 }
 
