@@ -167,6 +167,10 @@ fn main() {
             out.infeasible
         );
         println!(
+            "lns_chain_{name}_counts: {} of {} accepted moves left an attempt at another start; {} reinsertions tie-broken by the other objective",
+            out.moved, out.accepted, out.tie_breaks
+        );
+        println!(
             "lns_move_{name}_us: {:.1} per move (state build {:.3} ms excluded)",
             (secs - build) / out.moves as f64 * 1e6,
             build * 1e3

@@ -70,6 +70,12 @@ pub struct ChainOutcome {
     pub infeasible: u64,
     /// Moves accepted.
     pub accepted: u64,
+    /// Accepted moves that left some removed attempt at another start (the others put
+    /// every attempt back where it was).
+    pub moved: u64,
+    /// Reinsertions decided by the other objective (several candidate starts tied on the
+    /// chain's own).
+    pub tie_breaks: u64,
 }
 
 /// Static structure shared by every chain of a workload.
@@ -159,6 +165,8 @@ struct StartState {
     is_stale: Vec<bool>,
     /// GPU union of the requests in the cover (current after a sync).
     gpu_union: i64,
+    /// Reinsertions decided by the other objective so far.
+    tie_breaks: u64,
     cache_byte_ns: u128,
 }
 
@@ -192,6 +200,7 @@ impl StartState {
             stale: Vec::new(),
             is_stale: vec![false; g.len()],
             gpu_union: 0,
+            tie_breaks: 0,
             cache_byte_ns: 0,
         }
     }
@@ -680,6 +689,7 @@ fn best_start(
     if ties.len() <= 1 {
         return ties.first().copied();
     }
+    st.tie_breaks += 1;
     if objective == Objective::Cache {
         // The GPU tie-break reads the request cover.
         st.sync_cover(g);
@@ -894,6 +904,8 @@ pub fn run_chain(
         moves: 0,
         infeasible: 0,
         accepted: 0,
+        moved: 0,
+        tie_breaks: 0,
     };
     archive_add(&mut out.archive, &st, 0, &mut []);
     if g.is_empty() {
@@ -935,6 +947,13 @@ pub fn run_chain(
         let accept = ok && (after <= before || after <= history[slot]);
         if accept {
             out.accepted += 1;
+            if set
+                .iter()
+                .zip(&olds)
+                .any(|(&j, &s)| st.starts[j as usize] != s)
+            {
+                out.moved += 1;
+            }
             st.sync_cover(g);
             archive_add(&mut out.archive, &st, m + 1, &mut [&mut fastest, &mut best]);
             let (mk, c) = (st.makespan(), cost(&st, objective));
@@ -971,6 +990,7 @@ pub fn run_chain(
         }
     }
     out.archive.sort_by_key(|p| p.found_at_move);
+    out.tie_breaks = st.tie_breaks;
     out
 }
 
