@@ -94,7 +94,9 @@ pub fn extract_attempt(
     }
     std::fs::create_dir_all(to).map_err(io(to))?;
     let tmp = to.join(format!(".agentrace-extract-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    // `create_dir`, not `create_dir_all`: a name already there (a symlink planted in the
+    // target directory included) is refused instead of followed.
+    std::fs::create_dir(&tmp).map_err(io(&tmp))?;
     let mut out = Extracted {
         archive_id: archive_id.into(),
         member_prefix: member_prefix.into(),
@@ -149,15 +151,13 @@ pub fn extract_attempt(
             "archive `{archive_id}` holds no files under `{member_prefix}`"
         )));
     }
-    // Move into place without overwriting anything.
+    // Move into place without overwriting anything and without following a link that is
+    // already in the target directory (a planted `deepswe -> /etc` would otherwise receive
+    // the files).
     for f in &out.files {
-        let target = to.join(f);
-        if target.exists() {
+        if let Err(e) = check_target(to, f) {
             let _ = std::fs::remove_dir_all(&tmp);
-            return Err(AuditError::Extract(format!(
-                "{} already exists; refusing to overwrite (extract into an empty directory)",
-                target.display()
-            )));
+            return Err(e);
         }
     }
     for (p, t) in &mtimes {
@@ -172,4 +172,40 @@ pub fn extract_attempt(
     }
     let _ = std::fs::remove_dir_all(&tmp);
     Ok(out)
+}
+
+/// Refuse a target path `to/rel` that exists already (a dangling link included) or whose
+/// directories below `to` include a symbolic link or a non-directory.
+fn check_target(to: &Path, rel: &str) -> Result<(), AuditError> {
+    let target = to.join(rel);
+    let mut dir = to.to_path_buf();
+    let parts: Vec<&str> = rel.split('/').filter(|p| !p.is_empty()).collect();
+    for part in &parts[..parts.len().saturating_sub(1)] {
+        dir.push(part);
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(AuditError::Extract(format!(
+                    "{} is a symbolic link; refusing to extract through it (extract into an empty directory)",
+                    dir.display()
+                )));
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(AuditError::Extract(format!(
+                    "{} exists and is not a directory; refusing to overwrite (extract into an empty directory)",
+                    dir.display()
+                )));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(io(&dir)(e)),
+        }
+    }
+    match std::fs::symlink_metadata(&target) {
+        Ok(_) => Err(AuditError::Extract(format!(
+            "{} already exists; refusing to overwrite (extract into an empty directory)",
+            target.display()
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(&target)(e)),
+    }
 }

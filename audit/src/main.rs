@@ -13,7 +13,7 @@ struct Cli {
     #[arg(long, default_value = "pipeline.yaml", global = true)]
     config: PathBuf,
     /// Worker threads (results do not depend on it).
-    #[arg(long)]
+    #[arg(long, value_parser = model::threads::parse_thread_count)]
     threads: Option<usize>,
     #[command(subcommand)]
     command: Option<Cmd>,

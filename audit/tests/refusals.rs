@@ -500,6 +500,57 @@ fn extract_materializes_attempt_with_mtimes() {
     );
 }
 
+/// A symbolic link already in the target directory is never followed (issue 16, item 10):
+/// neither a link to a directory standing where an attempt directory goes, nor a dangling
+/// link where a file goes; nothing is written outside the target directory.
+#[test]
+fn extract_refuses_links_planted_in_the_target() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = setup(
+        d.path(),
+        &[("arc", zstd(&tar_bytes(&good_attempt())))],
+        (1, 1),
+        "",
+    );
+    audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
+    let (arc, prefix) = audit::extract::locate_attempt(&cfg, "a1", None).unwrap();
+
+    // A directory link: `out/deepswe -> elsewhere`.
+    let elsewhere = d.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let to = d.path().join("out");
+    std::fs::create_dir(&to).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, to.join("deepswe")).unwrap();
+    let e = audit::extract::extract_attempt(&cfg, &arc, &prefix, &to)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("deepswe is a symbolic link; refusing"), "{e}");
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+
+    // A dangling file link: `out2/deepswe/t1/a1/result.json -> elsewhere/planted`.
+    let to2 = d.path().join("out2");
+    std::fs::create_dir_all(to2.join("deepswe/t1/a1")).unwrap();
+    std::os::unix::fs::symlink(
+        elsewhere.join("planted"),
+        to2.join("deepswe/t1/a1/result.json"),
+    )
+    .unwrap();
+    let e = audit::extract::extract_attempt(&cfg, &arc, &prefix, &to2)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("result.json already exists; refusing"), "{e}");
+    assert!(!elsewhere.join("planted").exists());
+    // No temporary directory is left behind by either refusal.
+    for dir in [&to, &to2] {
+        let leftovers: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".agentrace-extract"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+}
+
 /// A raw tar with one PAX header whose record is given verbatim, then a member.
 fn tar_with_pax_record(record: &[u8], path: &str, data: &[u8]) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());

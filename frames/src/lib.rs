@@ -2,6 +2,7 @@
 //! (temporary name, fsync, rename) so a killed stage never leaves a half-written file.
 
 pub mod schema;
+pub mod temp;
 
 use polars::prelude::*;
 use std::io::Write;
@@ -90,11 +91,7 @@ pub fn atomic_write_with(
 ) -> Result<(), FrameError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let tmp = temp::temp_path_for(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
         write(&mut f)?;
@@ -123,17 +120,12 @@ pub fn write_frame(path: &Path, df: &mut DataFrame, meta: &FrameMeta) -> Result<
     ];
     kv.extend(meta.extra.iter().cloned());
     let mut polars_err = None;
-    let r = atomic_write_with(path, |f| {
-        let w = ParquetWriter::new(&mut *f)
-            .with_compression(ParquetCompression::Zstd(None))
-            .set_parallel(false)
-            .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)));
-        match w.finish(df) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                polars_err = Some(e);
-                Err(std::io::Error::other("polars write failed"))
-            }
+    let r = atomic_write_with(path, |f| match encode_parquet(&mut *f, df, kv) {
+        Ok(()) => Ok(()),
+        Err(ParquetWriteError::Io(e)) => Err(e),
+        Err(ParquetWriteError::Polars(e)) => {
+            polars_err = Some(e);
+            Err(std::io::Error::other("polars write failed"))
         }
     });
     if let Some(source) = polars_err {
@@ -143,6 +135,76 @@ pub fn write_frame(path: &Path, df: &mut DataFrame, meta: &FrameMeta) -> Result<
         });
     }
     r
+}
+
+/// Why encoding a frame as Parquet failed: the output's own I/O error (disk full, quota),
+/// which Polars would report only as an opaque "transport error", or Polars itself.
+#[derive(Debug)]
+enum ParquetWriteError {
+    Io(std::io::Error),
+    Polars(PolarsError),
+}
+
+/// Encode `df` as Parquet (zstd, single-threaded for byte-stable output) with the key-value
+/// metadata `kv` into `out`.
+fn encode_parquet(
+    out: impl std::io::Write,
+    df: &mut DataFrame,
+    kv: Vec<(String, String)>,
+) -> Result<(), ParquetWriteError> {
+    let mut out = IoErrorRecorder::new(out);
+    let w = ParquetWriter::new(&mut out)
+        .with_compression(ParquetCompression::Zstd(None))
+        .set_parallel(false)
+        .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)));
+    match w.finish(df) {
+        Ok(_) => Ok(()),
+        Err(e) => Err(match out.take_error() {
+            Some(io) => ParquetWriteError::Io(io),
+            None => ParquetWriteError::Polars(e),
+        }),
+    }
+}
+
+/// A writer that keeps the first I/O error of the file it wraps, so a failed Parquet write
+/// reports the real cause ("No space left on device") instead of the encoder's wrapper.
+struct IoErrorRecorder<W> {
+    inner: W,
+    first_error: Option<std::io::Error>,
+}
+
+impl<W: std::io::Write> IoErrorRecorder<W> {
+    fn new(inner: W) -> Self {
+        IoErrorRecorder {
+            inner,
+            first_error: None,
+        }
+    }
+
+    fn take_error(&mut self) -> Option<std::io::Error> {
+        self.first_error.take()
+    }
+
+    fn record<T>(&mut self, r: std::io::Result<T>) -> std::io::Result<T> {
+        if let Err(e) = &r
+            && self.first_error.is_none()
+        {
+            self.first_error = Some(std::io::Error::new(e.kind(), e.to_string()));
+        }
+        r
+    }
+}
+
+impl<W: std::io::Write> std::io::Write for IoErrorRecorder<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let r = self.inner.write(buf);
+        self.record(r)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let r = self.inner.flush();
+        self.record(r)
+    }
 }
 
 /// Writes one frame in batches (one Parquet row group per batch), so a frame larger than
@@ -171,14 +233,9 @@ impl FrameStreamWriter {
     /// A writer for `path` of the declared frame `spec` (every batch is checked against
     /// it); nothing is created until the first batch.
     pub fn new(path: &Path, spec: &'static schema::FrameSpec, meta: FrameMeta) -> Self {
-        let dir = path.parent().unwrap_or(Path::new("."));
-        let name = path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
         FrameStreamWriter {
             path: path.to_path_buf(),
-            tmp: dir.join(format!(".{name}.tmp-{}", std::process::id())),
+            tmp: temp::temp_path_for(path),
             spec,
             meta,
             writer: None,
@@ -458,6 +515,43 @@ impl FrameBuilder {
 
 #[cfg(test)]
 mod tests {
+    /// A file that fills up after `room` bytes, like a full disk.
+    struct FullDisk {
+        room: usize,
+    }
+
+    impl std::io::Write for FullDisk {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::StorageFull));
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 16, item 8: a full disk while writing a frame reports the disk's error, not
+    /// Polars' "Invalid thrift: transport error".
+    #[test]
+    fn a_full_disk_is_reported_as_such() {
+        let mut df = polars::df!("x" => (0..10_000i64).collect::<Vec<_>>()).unwrap();
+        for room in [0, 100, 1000] {
+            match super::encode_parquet(FullDisk { room }, &mut df, Vec::new()) {
+                Err(super::ParquetWriteError::Io(e)) => {
+                    assert_eq!(e.kind(), std::io::ErrorKind::StorageFull, "{e}")
+                }
+                other => panic!("room {room}: {other:?}"),
+            }
+        }
+        let mut sink = Vec::new();
+        super::encode_parquet(&mut sink, &mut df, Vec::new()).unwrap();
+        assert!(sink.starts_with(b"PAR1"));
+    }
+
     use super::*;
 
     #[test]

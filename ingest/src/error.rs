@@ -119,6 +119,17 @@ pub enum FetchError {
         #[source]
         source: std::io::Error,
     },
+    /// A local file location names something other than a regular file (a FIFO, a
+    /// device, a directory): it is never opened for reading.
+    #[error("{uri}: {} is {what}, not a regular file", path.display())]
+    NotRegularFile {
+        /// The location.
+        uri: String,
+        /// The path as resolved against the manifest's directory.
+        path: PathBuf,
+        /// What it is instead.
+        what: String,
+    },
     /// Writing the temporary file failed.
     #[error("{0}")]
     Sink(#[from] crate::sink::SinkError),
@@ -159,6 +170,9 @@ impl FetchError {
                 "transient faults were retried; check connectivity and rerun (verified archives are kept)"
             }
             FetchError::Read { .. } => "check file_path in the manifest (relative to the manifest)",
+            FetchError::NotRegularFile { .. } => {
+                "file_path must name a regular file inside the manifest's directory"
+            }
             FetchError::Sink(_) => "check free space and permissions of the run directory",
         }
     }
@@ -216,8 +230,31 @@ fn failure_summary(report: &IngestReport) -> String {
         .iter()
         .map(|f| f.archive_id.as_str())
         .collect();
+    // An archive whose bytes verified from one location (or the store) is safe in the
+    // store even when another of its locations failed: say so, rather than count it as an
+    // archive that failed verification outright.
+    let stored: std::collections::BTreeSet<&str> = report
+        .ledger
+        .iter()
+        .filter(|r| {
+            matches!(
+                r.verdict,
+                crate::Verdict::Verified | crate::Verdict::InStore
+            )
+        })
+        .map(|r| r.archive_id.as_str())
+        .collect();
+    let partly = failed.iter().filter(|a| stored.contains(*a)).count();
+    let stored_note = match partly {
+        0 => String::new(),
+        n if n == failed.len() => {
+            "; each of them verified from another location and is in the store".to_string()
+        }
+        1 => "; 1 of them verified from another location and is in the store".to_string(),
+        n => format!("; {n} of them verified from another location and are in the store"),
+    };
     let mut s = format!(
-        "{} of {} archives failed verification (all others were fetched and verified; ledger: {}):",
+        "{} of {} archives failed verification (all others were fetched and verified{stored_note}; ledger: {}):",
         failed.len(),
         report.archives,
         report.ledger_path.display()
@@ -227,4 +264,99 @@ fn failure_summary(report: &IngestReport) -> String {
         s.push_str(&f.to_string());
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::{LedgerRow, Verdict};
+    use crate::report::{ArchiveFailure, IngestReport};
+
+    fn row(archive: &str, kind: &str, verdict: Verdict) -> LedgerRow {
+        LedgerRow {
+            archive_id: archive.into(),
+            workload: "tmax".into(),
+            location_kind: kind.into(),
+            uri: format!("{kind}:{archive}"),
+            generation: None,
+            revision: None,
+            resolved_commit: None,
+            expected_sha256: "00".into(),
+            actual_sha256: None,
+            expected_bytes: 1,
+            actual_bytes: None,
+            verdict,
+            error: None,
+            served_from_store: false,
+            method: None,
+            cross_source_identical: None,
+            quarantine_path: None,
+        }
+    }
+
+    fn summary(ledger: Vec<LedgerRow>, failed: &[&str]) -> String {
+        let report = IngestReport {
+            ledger,
+            failures: failed
+                .iter()
+                .map(|a| ArchiveFailure {
+                    archive_id: (*a).into(),
+                    location: format!("gcs:{a}"),
+                    problem: "not found".into(),
+                    hint: "h".into(),
+                })
+                .collect(),
+            archives: 2,
+            verified_archives: 0,
+            served_from_store: 0,
+            fetches: 0,
+            downloaded_bytes: 0,
+            offline: false,
+            ledger_path: "run/ledger.parquet".into(),
+            run_json_path: "run/ingest.run.json".into(),
+        };
+        IngestError::ArchivesFailed {
+            report: Box::new(report),
+        }
+        .to_string()
+    }
+
+    /// Issue 16, item 8: archives whose bytes verified from their file while their GCS
+    /// location failed are said to be in the store, not counted as lost.
+    #[test]
+    fn the_summary_says_which_failed_archives_are_verified_in_the_store() {
+        use Verdict::*;
+        let both = summary(
+            vec![
+                row("a", "file", Verified),
+                row("a", "gcs", Error),
+                row("b", "file", InStore),
+                row("b", "gcs", Error),
+            ],
+            &["a", "b"],
+        );
+        assert_eq!(
+            both.lines().next().unwrap(),
+            "2 of 2 archives failed verification (all others were fetched and verified; each of them verified from another location and is in the store; ledger: run/ledger.parquet):"
+        );
+        let one = summary(
+            vec![
+                row("a", "file", Verified),
+                row("a", "gcs", Error),
+                row("b", "gcs", Error),
+            ],
+            &["a", "b"],
+        );
+        assert!(
+            one.starts_with("2 of 2 archives failed verification (all others were fetched and verified; 1 of them verified from another location and is in the store; ledger"),
+            "{one}"
+        );
+        let none = summary(vec![row("b", "gcs", Mismatch)], &["b"]);
+        assert!(
+            none.starts_with(
+                "1 of 2 archives failed verification (all others were fetched and verified; ledger"
+            ),
+            "{none}"
+        );
+    }
 }

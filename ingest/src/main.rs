@@ -20,8 +20,8 @@ struct Args {
     #[arg(long)]
     offline: bool,
     /// Archives fetched at once (default: `ingest.parallel` of the config).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    parallel: Option<u32>,
+    #[arg(long, value_parser = model::threads::parse_thread_count)]
+    parallel: Option<usize>,
     /// No progress output, only errors and the final line.
     #[arg(long)]
     quiet: bool,
@@ -66,7 +66,7 @@ fn main() -> ExitCode {
     };
     let opts = ingest::IngestOptions {
         offline: args.offline,
-        parallel: args.parallel.map(|p| p as usize),
+        parallel: args.parallel,
         progress: Arc::new(cli_progress::CliProgress::new(args.quiet)),
         ..ingest::IngestOptions::from_process_env()
     };

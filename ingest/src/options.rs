@@ -15,6 +15,13 @@ impl HfToken {
     pub fn new(token: impl Into<String>) -> HfToken {
         HfToken(token.into())
     }
+    /// Why the token cannot be sent as an HTTP header value (a newline or other control
+    /// character, as `echo` into a file leaves), without showing the token; `None` when it
+    /// can.
+    pub fn header_problem(&self) -> Option<&'static str> {
+        let bad = self.0.bytes().any(|b| b < 0x20 || b == 0x7f);
+        bad.then_some("HF_TOKEN contains a newline or another control character, which is not allowed in an HTTP header (check how it was set; it was not sent)")
+    }
     /// The secret itself, for the `Authorization` header only.
     pub(crate) fn expose(&self) -> &str {
         &self.0

@@ -43,6 +43,7 @@ impl Store {
         for d in [run.store_dir(), tmp.clone()] {
             std::fs::create_dir_all(&d).map_err(IngestError::io(&d))?;
         }
+        remove_leftovers(run.root())?;
         Ok(Store { run, tmp })
     }
 
@@ -51,7 +52,8 @@ impl Store {
         &self.run
     }
 
-    /// A fresh temporary path for one (archive, location) download.
+    /// A fresh temporary path for one (archive, location) download:
+    /// `store/tmp/ARCHIVE.KIND.PID.part` ([`part_name_pid`] reads the pid back).
     pub fn temp_path(&self, archive_id: &str, kind: &str) -> PathBuf {
         self.tmp
             .join(format!("{archive_id}.{kind}.{}.part", std::process::id()))
@@ -121,4 +123,27 @@ impl Store {
     pub fn tidy(&self) {
         let _ = std::fs::remove_dir(&self.tmp);
     }
+}
+
+/// The process id in a partial download's name (`ARCHIVE.KIND.PID.part`, see
+/// [`Store::temp_path`]); `None` for any other name.
+pub fn part_name_pid(file_name: &str) -> Option<u32> {
+    let stem = file_name.strip_suffix(".part")?;
+    let (_, pid) = stem.rsplit_once('.')?;
+    pid.parse().ok()
+}
+
+/// Remove what killed earlier runs left in `run_dir` (their process is gone): partial
+/// downloads in `store/tmp/` and temporary files of atomic writes in the run directory.
+/// Files of a process still running (another ingest on this store) are kept. Returns what
+/// was removed.
+pub fn remove_leftovers(run_dir: &Path) -> Result<Vec<PathBuf>, IngestError> {
+    let tmp = run_dir.join("store").join("tmp");
+    let mut removed = frames::temp::remove_stale_temp_files(&tmp, part_name_pid)
+        .map_err(IngestError::io(&tmp))?;
+    removed.extend(
+        frames::temp::remove_stale_temp_files(run_dir, frames::temp::temp_name_pid)
+            .map_err(IngestError::io(run_dir))?,
+    );
+    Ok(removed)
 }

@@ -104,3 +104,76 @@ fn success_rerun_offline_and_failure_exit_codes() {
         )
     );
 }
+
+/// Run `ingest` and fail (instead of hanging the suite) if it takes more than a minute.
+fn ingest_within_a_minute(args: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ingest"))
+        .args(args)
+        .env_remove("STORAGE_EMULATOR_HOST")
+        .env_remove("HF_ENDPOINT")
+        .env_remove("HF_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ingest starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("ingest {args:?} still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Issue 16, item 6: a `file_path` that leaves the manifest's directory is refused when the
+/// manifest is read (exit 2, line and field named); one naming a FIFO is refused without
+/// being opened (it would block forever), naming what it is, and nothing enters the store
+/// or quarantine for it.
+#[test]
+fn file_paths_outside_the_manifest_dir_or_not_regular_files_are_refused() {
+    let c = small_corpus();
+    // A good config whose manifest then gets an escaping path (the test helper would
+    // refuse to load it, as ingest must).
+    let escaping = c.pipeline("cli-escape", &c.rows(), &[File], None, None);
+    let manifest = c.root().join("manifest-cli-escape.csv");
+    let csv = std::fs::read_to_string(&manifest).unwrap();
+    let first = c.rows()[0].file_path.clone().unwrap();
+    assert!(csv.contains(&first), "{csv}");
+    std::fs::write(
+        &manifest,
+        csv.replacen(&first, "../../../../../etc/passwd", 1),
+    )
+    .unwrap();
+    let o = ingest(&["--config", &escaping.path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("file_path") && err.contains("leaves the manifest's directory (`..`)"),
+        "{err}"
+    );
+    assert!(!escaping.run_dir.join("quarantine").exists());
+
+    let fifo = c.root().join("archives/a-fifo.tar.gz");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let mut rows = c.rows();
+    rows[1].file_path = Some("archives/a-fifo.tar.gz".into());
+    let n = rows.len();
+    let cfg = c.pipeline("cli-fifo", &rows, &[File], None, None);
+    let o = ingest_within_a_minute(&["--config", &cfg.path.display().to_string(), "--quiet"]);
+    std::fs::remove_file(&fifo).unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.starts_with(&format!("error: 1 of {n} archives failed verification")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{} is a FIFO, not a regular file", fifo.display())),
+        "{err}"
+    );
+    let quarantine = cfg.run_dir.join("quarantine");
+    assert!(!quarantine.exists() || std::fs::read_dir(&quarantine).unwrap().count() == 0);
+}

@@ -273,6 +273,22 @@ fn the_token_goes_to_the_hub_only_and_is_never_written() {
         ..opts()
     };
     assert!(!format!("{with_token:?}").contains(secret));
+    // Issue 16, item 8: a token with a trailing newline is refused up front with the
+    // cause (not reqwest's "builder error" with a connectivity hint), never showing it.
+    let cfg = c.pipeline("hf-token-newline", &rows, &[Hf], None, Some(hub.endpoint()));
+    let with_newline = IngestOptions {
+        env: EnvOverrides {
+            hf_token: Some(HfToken::new(format!("{secret}\n"))),
+            ..EnvOverrides::default()
+        },
+        ..opts()
+    };
+    let e = ingest::run(&cfg, &with_newline).unwrap_err().to_string();
+    assert!(
+        e.contains("HF_TOKEN contains a newline or another control character")
+            && !e.contains(secret),
+        "{e}"
+    );
     let cfg = c.pipeline("hf-token", &rows, &[Hf], None, Some(hub.endpoint()));
     let report = ingest::run(&cfg, &with_token).expect("token accepted");
     assert_eq!(report.verified_archives, rows.len());

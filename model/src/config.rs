@@ -695,8 +695,11 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
             "must be at least 1".into(),
         ));
     }
-    if c.ingest.parallel == 0 {
-        return Err(err("ingest.parallel", "must be at least 1".into()));
+    if c.ingest.parallel == 0 || c.ingest.parallel as usize > crate::threads::MAX_THREADS {
+        return Err(err(
+            "ingest.parallel",
+            format!("must be 1 to {}", crate::threads::MAX_THREADS),
+        ));
     }
     Ok(())
 }

@@ -6,6 +6,7 @@ pub mod domain;
 pub mod error;
 pub mod manifest;
 pub mod run_dir;
+pub mod threads;
 
 pub use config::{LoadedConfig, PipelineConfig, load_config};
 pub use domain::*;

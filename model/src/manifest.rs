@@ -355,6 +355,17 @@ pub fn validate_rows(
                         format!("`{p}` must be relative to the manifest"),
                     ));
                 }
+                if Path::new(p)
+                    .components()
+                    .any(|c| matches!(c, std::path::Component::ParentDir))
+                {
+                    return Err(err(
+                        "file_path",
+                        format!(
+                            "`{p}` leaves the manifest's directory (`..`); archives must lie inside it"
+                        ),
+                    ));
+                }
                 Some(FileLocation {
                     relative: p.clone(),
                     path: base.join(p),

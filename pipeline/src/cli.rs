@@ -60,7 +60,7 @@ pub enum Command {
         #[arg(long)]
         offline: bool,
         /// Worker threads for audit and replay (results do not depend on it).
-        #[arg(long)]
+        #[arg(long, value_parser = model::threads::parse_thread_count)]
         threads: Option<usize>,
         /// No progress or summary on the terminal (errors still go to stderr).
         #[arg(long)]

@@ -92,6 +92,8 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     let run = RunDir::new(&cfg.run_dir);
     std::fs::create_dir_all(run.root())
         .with_context(|| format!("cannot create {}", run.root().display()))?;
+    // Leftovers of a killed earlier run go even when every stage is then skipped.
+    ingest::store::remove_leftovers(run.root())?;
     let started = chrono::Utc::now();
     let mut outcomes = Vec::new();
     let mut prior: BTreeMap<String, String> = BTreeMap::new();

@@ -396,6 +396,13 @@ pub fn schedule_rows(
 /// (after writing what passed, with `validated = false` rows for the rest).
 pub fn run(cfg: &model::LoadedConfig, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
     let pool = build_pool(opts)?;
+    // Temporary files of a killed earlier write (their process is gone) are removed.
+    frames::temp::remove_stale_temp_files(&cfg.run_dir, frames::temp::temp_name_pid).map_err(
+        |source| ReplayError::Io {
+            path: cfg.run_dir.clone(),
+            source,
+        },
+    )?;
     let mut timings = RunTimings::default();
     let t0 = Instant::now();
     let input = load_input(cfg)?;

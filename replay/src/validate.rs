@@ -517,20 +517,61 @@ pub fn read_schedules_file(path: &Path) -> Result<Vec<(String, String, ScheduleR
     Ok(out)
 }
 
+/// What a schedules file must hold to pass `validate_schedules_file`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileCoverage {
+    /// Every selected schedule (`schemas::SCHEDULE_NAMES`) of every configured workload
+    /// with included attempts: a file from a replay run.
+    EverySelected,
+    /// Whatever the file holds (at least one schedule): a hand-made or filtered file.
+    AsGiven,
+}
+
 /// `replay validate --schedules FILE`: validate every (workload, schedule) of a file against
 /// the audit frames of the config's run directory, with D = the validator's own FIFO
-/// makespan. Fails with every failing schedule named.
+/// makespan. Refuses an empty file and, under `FileCoverage::EverySelected`, a file that lacks a
+/// selected schedule of a configured workload. Fails with every failing schedule named.
 pub fn validate_schedules_file(
     cfg: &model::LoadedConfig,
     path: &Path,
+    coverage: FileCoverage,
 ) -> Result<Vec<FileCheck>, ReplayError> {
     let rows = read_schedules_file(path)?;
+    if rows.is_empty() {
+        return Err(ReplayError::SchedulesFile {
+            path: path.to_path_buf(),
+            message: "holds no schedule rows; nothing to validate".into(),
+        });
+    }
     let input = crate::input::load_input(cfg)?;
     let mut groups: Vec<((String, String), Vec<ScheduleRow>)> = Vec::new();
     for (w, s, r) in rows {
         match groups.iter_mut().find(|(k, _)| k.0 == w && k.1 == s) {
             Some((_, v)) => v.push(r),
             None => groups.push(((w, s), vec![r])),
+        }
+    }
+    if coverage == FileCoverage::EverySelected {
+        let missing: Vec<String> = input
+            .workloads
+            .iter()
+            .flat_map(|inst| {
+                crate::schemas::SCHEDULE_NAMES
+                    .iter()
+                    .map(move |name| (inst.workload.as_str(), *name))
+            })
+            .filter(|(w, name)| !groups.iter().any(|(k, _)| k.0 == *w && k.1 == *name))
+            .map(|(w, name)| format!("{w}/{name}"))
+            .collect();
+        if !missing.is_empty() {
+            return Err(ReplayError::SchedulesFile {
+                path: path.to_path_buf(),
+                message: format!(
+                    "lacks {} selected schedule(s) of the config: {} (--partial validates only what the file holds)",
+                    missing.len(),
+                    missing.join(", ")
+                ),
+            });
         }
     }
     let mut checks = Vec::new();

@@ -215,7 +215,7 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
     run(&config, 2);
     let cfg = model::load_config(&config).unwrap();
     let schedules = dir.path().join("run/schedules.parquet");
-    let checks = replay::validate::validate_schedules_file(&cfg, &schedules).unwrap();
+    let checks = replay::validate::validate_schedules_file(&cfg, &schedules, EVERY).unwrap();
     assert_eq!(checks.len(), 10);
     // The recomputed values equal the ones in joint_schedules.csv.
     let csv = std::fs::read_to_string(dir.path().join("run/joint_schedules.csv")).unwrap();
@@ -267,7 +267,7 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
     }
     let bad = dir.path().join("bad.csv");
     std::fs::write(&bad, text).unwrap();
-    let err = replay::validate::validate_schedules_file(&cfg, &bad)
+    let err = replay::validate::validate_schedules_file(&cfg, &bad, EVERY)
         .unwrap_err()
         .to_string();
     assert!(
@@ -316,6 +316,92 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
         stderr.contains("Caused by:\n    2 schedule(s) failed validation"),
         "{stderr}"
     );
+}
+
+const EVERY: replay::validate::FileCoverage = replay::validate::FileCoverage::EverySelected;
+
+/// Issue 16, item 4: an empty schedules file, one lacking tmax's `best_gpu`, and one with
+/// tmax rows only are refused (naming what is missing), by the library and by the binary
+/// (exit 1); `--partial` validates what a file holds, still refusing an empty file.
+#[test]
+fn replay_validate_refuses_incomplete_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
+    run(&config, 2);
+    let cfg = model::load_config(&config).unwrap();
+    let df = frames::read_frame(&dir.path().join("run/schedules.parquet"), "schedules", 1).unwrap();
+    let col = |n: &str| df.column(n).unwrap().clone();
+    let (w, s, a, st, en) = (
+        col("workload"),
+        col("schedule"),
+        col("attempt_id"),
+        col("start_s"),
+        col("end_s"),
+    );
+    let (w, s, a) = (w.str().unwrap(), s.str().unwrap(), a.str().unwrap());
+    let (st, en) = (st.f64().unwrap(), en.f64().unwrap());
+    let write = |name: &str, keep: &dyn Fn(&str, &str) -> bool| {
+        let mut text = String::from("workload,schedule,attempt_id,start_s,end_s\n");
+        for i in 0..df.height() {
+            let (wi, si) = (w.get(i).unwrap(), s.get(i).unwrap());
+            if keep(wi, si) {
+                text.push_str(&format!(
+                    "{wi},{si},{},{},{}\n",
+                    a.get(i).unwrap(),
+                    st.get(i).unwrap(),
+                    en.get(i).unwrap()
+                ));
+            }
+        }
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    };
+    let empty = write("empty.csv", &|_, _| false);
+    let no_tmax_gpu = write("no_tmax_gpu.csv", &|w, s| !(w == "tmax" && s == "best_gpu"));
+    let tmax_only = write("tmax_only.csv", &|w, _| w == "tmax");
+    let check = |p: &std::path::Path, coverage| {
+        replay::validate::validate_schedules_file(&cfg, p, coverage).map_err(|e| e.to_string())
+    };
+    let e = check(&empty, EVERY).unwrap_err();
+    assert!(
+        e.ends_with("holds no schedule rows; nothing to validate"),
+        "{e}"
+    );
+    let e = check(&empty, replay::validate::FileCoverage::AsGiven).unwrap_err();
+    assert!(
+        e.ends_with("holds no schedule rows; nothing to validate"),
+        "{e}"
+    );
+    let e = check(&no_tmax_gpu, EVERY).unwrap_err();
+    assert!(
+        e.contains("lacks 1 selected schedule(s) of the config: tmax/best_gpu ("),
+        "{e}"
+    );
+    let e = check(&tmax_only, EVERY).unwrap_err();
+    assert!(
+        e.contains("lacks 5 selected schedule(s) of the config: deepswe/fifo, deepswe/best_cpu_ram, deepswe/best_gpu, deepswe/best_cache, deepswe/best_joint"),
+        "{e}"
+    );
+    let ok = check(&tmax_only, replay::validate::FileCoverage::AsGiven).unwrap();
+    assert_eq!(ok.len(), replay::schemas::SCHEDULE_NAMES.len());
+
+    let bin = env!("CARGO_BIN_EXE_replay");
+    let cli = |p: &std::path::Path, extra: &[&str]| {
+        std::process::Command::new(bin)
+            .args(["validate", "--schedules"])
+            .arg(p)
+            .arg("--config")
+            .arg(&config)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for p in [&empty, &no_tmax_gpu, &tmax_only] {
+        let out = cli(p, &[]);
+        assert_eq!(out.status.code(), Some(1), "{}", p.display());
+    }
+    assert!(cli(&tmax_only, &["--partial"]).status.success());
 }
 
 #[test]

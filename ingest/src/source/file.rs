@@ -21,6 +21,25 @@ pub fn file_uri(archive: &ArchiveSpec) -> Option<String> {
         .map(|f| format!("file:{}", f.relative))
 }
 
+/// What a non-regular file is, for the refusal text.
+fn file_kind(m: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = m.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
 impl ArchiveSource for FileSource {
     fn kind(&self) -> LocationKind {
         LocationKind::File
@@ -50,6 +69,17 @@ impl ArchiveSource for FileSource {
                 path: loc.path.clone(),
                 source,
             };
+            // Only a regular file is read: opening a FIFO would block forever, and a device
+            // (`/dev/zero`) never ends. Checked before the open, and again on the open file.
+            let not_regular = |what: &str| FetchError::NotRegularFile {
+                uri: uri.clone(),
+                path: loc.path.clone(),
+                what: what.to_string(),
+            };
+            match std::fs::metadata(&loc.path) {
+                Ok(m) if !m.is_file() => return Err(not_regular(file_kind(&m))),
+                _ => {}
+            }
             let mut f = match std::fs::File::open(&loc.path) {
                 Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -60,7 +90,11 @@ impl ArchiveSource for FileSource {
                 }
                 Err(e) => return Err(read_err(e)),
             };
-            let len = f.metadata().map_err(read_err)?.len();
+            let meta = f.metadata().map_err(read_err)?;
+            if !meta.is_file() {
+                return Err(not_regular(file_kind(&meta)));
+            }
+            let len = meta.len();
             if len > archive.bytes {
                 return Err(FetchError::Oversize {
                     uri,

@@ -220,6 +220,9 @@ fn content_range(resp: &reqwest::Response) -> Option<(u64, u64, Option<u64>)> {
 impl HfSource {
     /// Build the HTTP client (no redirects followed; every hop is read explicitly).
     pub fn new(settings: HfSettings) -> Result<HfSource, crate::error::IngestError> {
+        if let Some(problem) = settings.token.as_ref().and_then(HfToken::header_problem) {
+            return Err(crate::error::IngestError::Config(problem.into()));
+        }
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(settings.request_timeout)
