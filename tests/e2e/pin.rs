@@ -1,0 +1,251 @@
+//! `pipeline pin` refusals, through the binary against the real GCS emulator and the local
+//! Hub serving the small demo corpus: bytes that differ between GCS and the Hub, an unknown
+//! revision or dataset, a shard member that matches no workload, unreachable endpoints (a
+//! closed port, a listener that never answers) and an existing output. Each refusal is one
+//! clear message, exit code 1 (2 for usage), and no manifest is written.
+
+mod common;
+
+use ingest::testkit::{DemoSources, DemoSourcesOptions};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const REPO: &str = demo::write::DEMO_HF_REPO;
+
+struct Fixture {
+    dir: tempfile::TempDir,
+    sources: DemoSources,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        demo::generate(
+            &dir.path().join("corpus"),
+            demo::Scale::Small,
+            demo::DEFAULT_SEED,
+        )
+        .unwrap();
+        let sources = DemoSources::start(&dir.path().join("corpus"), &DemoSourcesOptions::default())
+            .expect("fake-gcs-server and the local Hub (scripts/test installs the emulator)");
+        Fixture { dir, sources }
+    }
+
+    fn out(&self) -> PathBuf {
+        self.dir.path().join("pinned/manifest.csv")
+    }
+
+    /// Run `pipeline pin ARGS --out <dir>/pinned/manifest.csv` against the stand-ins.
+    fn pin(&self, args: &[&str]) -> Output {
+        pin_with(
+            args,
+            &self.out(),
+            &self.sources.gcs.url(),
+            &self.sources.hub.endpoint(),
+        )
+    }
+
+    /// Output text with the endpoints, the directory and GCS generations made stable.
+    fn stable(&self, text: &[u8]) -> String {
+        let mut s = String::from_utf8_lossy(text)
+            .replace(&self.sources.gcs.url(), "<gcs>")
+            .replace(&self.sources.hub.endpoint(), "<hub>")
+            .replace(&self.dir.path().display().to_string(), "<dir>");
+        // `#<generation>` of GCS URIs.
+        while let Some(i) = s.find(".tar.gz#").map(|i| i + ".tar.gz#".len()) {
+            let n = s[i..].chars().take_while(|c| c.is_ascii_digit()).count();
+            if n == 0 {
+                break;
+            }
+            s.replace_range(i - 1..i + n, "@<generation>");
+        }
+        s.trim_end().to_string()
+    }
+}
+
+fn pin_with(args: &[&str], out: &Path, gcs: &str, hub: &str) -> Output {
+    Command::new(common::bin("pipeline"))
+        .arg("pin")
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .env("STORAGE_EMULATOR_HOST", gcs)
+        .env("HF_ENDPOINT", hub)
+        .env_remove("HF_TOKEN")
+        .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bytes_that_differ_between_gcs_and_the_hub_are_refused_with_both_hashes() {
+    let f = Fixture::new();
+    let other = b"not the archive the shard holds\n".to_vec();
+    f.sources
+        .gcs
+        .upload_bytes("agentrace-demo", "archives/tmax-001.tar.gz", other.clone())
+        .unwrap();
+    let out = f.pin(&[
+        "--gcs",
+        "gs://agentrace-demo/archives",
+        "--hf",
+        &format!("{REPO}:raw"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let demo_sha = model::load_config(&f.dir.path().join("corpus/pipeline.yaml"))
+        .unwrap()
+        .archives
+        .iter()
+        .find(|a| a.archive_id == "tmax-001")
+        .unwrap()
+        .sha256
+        .clone();
+    let err = f.stable(&out.stderr);
+    assert!(err.contains(&ingest::testkit::hub::sha256_hex(&other)), "{err}");
+    assert!(err.contains(&demo_sha), "{err}");
+    insta::assert_snapshot!(err, @"");
+    assert!(!f.out().exists(), "no manifest after a refusal");
+}
+
+#[test]
+fn an_unknown_revision_or_dataset_is_refused() {
+    let f = Fixture::new();
+    let out = f.pin(&["--hf", &format!("{REPO}@v9.9:raw")]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(f.stable(&out.stderr), @"");
+    let out = f.pin(&["--hf", "agentrace-demo/no-such-dataset"]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(f.stable(&out.stderr), @"");
+    assert!(!f.out().exists());
+}
+
+/// A shard holding an archive whose name matches no workload: refused by name, unless a
+/// `--workload` rule places it.
+#[test]
+fn a_shard_member_matching_no_workload_is_refused() {
+    let f = Fixture::new();
+    let corpus = f.dir.path().join("corpus");
+    let shard = f.dir.path().join("stray.tar");
+    let mut b = tar::Builder::new(std::fs::File::create(&shard).unwrap());
+    for (name, path) in [
+        ("tmax-000.tar.gz", corpus.join("archives/tmax-000.tar.gz")),
+        ("notes-2026.tar.gz", corpus.join("archives/tmax-001.tar.gz")),
+    ] {
+        let mut h = tar::Header::new_ustar();
+        h.set_size(std::fs::metadata(&path).unwrap().len());
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, name, std::fs::File::open(&path).unwrap())
+            .unwrap();
+    }
+    b.finish().unwrap();
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    f.sources
+        .hub
+        .add_file(REPO, commit, "extra/shard-00000.tar", &shard)
+        .unwrap();
+    f.sources.hub.set_branch(REPO, "extra", commit);
+    let out = f.pin(&["--hf", &format!("{REPO}@extra:extra")]);
+    assert_eq!(out.status.code(), Some(1));
+    insta::assert_snapshot!(f.stable(&out.stderr), @"");
+    assert!(!f.out().exists());
+    let out = f.pin(&[
+        "--hf",
+        &format!("{REPO}@extra:extra"),
+        "--workload",
+        "notes-*=tmax",
+        "--workload",
+        "tmax-*=tmax",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest = std::fs::read_to_string(f.out()).unwrap();
+    assert!(manifest.contains(",notes-2026.tar.gz,"), "{manifest}");
+    assert!(manifest.contains(&format!(",{commit},")), "{manifest}");
+}
+
+/// A listener that accepts connections and never answers.
+fn silent_listener() -> (std::net::TcpListener, u16) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let held = l.try_clone().unwrap();
+    std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for s in held.incoming() {
+            match s {
+                Ok(s) => open.push(s),
+                Err(_) => break,
+            }
+        }
+    });
+    (l, port)
+}
+
+fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// Every unreachable endpoint ends in one clear error well within the retry budget
+/// (`--retries 1 --timeout 1`: two attempts of at most about a second each, plus backoff).
+#[test]
+fn an_unreachable_endpoint_fails_clearly_within_the_retry_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("manifest.csv");
+    let closed = format!("http://127.0.0.1:{}", closed_port());
+    let (_listener, port) = silent_listener();
+    let silent = format!("http://127.0.0.1:{port}");
+    let budget = ["--retries", "1", "--timeout", "1"];
+    let mut texts = Vec::new();
+    for (what, endpoint) in [("closed", &closed), ("silent", &silent)] {
+        for source in ["hf", "gcs"] {
+            let mut args = budget.to_vec();
+            let (gcs, hub) = match source {
+                "hf" => {
+                    args.extend(["--hf", REPO]);
+                    ("127.0.0.1:1", endpoint.as_str())
+                }
+                _ => {
+                    args.extend(["--gcs", "gs://agentrace-demo/archives"]);
+                    (endpoint.as_str(), "http://127.0.0.1:1")
+                }
+            };
+            let started = Instant::now();
+            let out = pin_with(&args, &out_file, gcs, hub);
+            let took = started.elapsed();
+            assert_eq!(out.status.code(), Some(1), "{what} {source}");
+            assert!(
+                took < Duration::from_secs(30),
+                "{what} {source} took {took:?}"
+            );
+            let err = String::from_utf8_lossy(&out.stderr)
+                .replace(&closed, "<closed>")
+                .replace(&silent, "<silent>");
+            assert_eq!(err.trim_end().lines().count(), 1, "one line: {err}");
+            texts.push(format!("{what} {source}: {}", err.trim_end()));
+        }
+    }
+    assert!(!out_file.exists());
+    insta::assert_snapshot!(texts.join("\n"), @"");
+}
+
+#[test]
+fn an_existing_manifest_is_kept_without_force() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("manifest.csv");
+    std::fs::write(&out_file, "kept\n").unwrap();
+    let out = pin_with(
+        &["--hf", REPO],
+        &out_file,
+        "127.0.0.1:1",
+        "http://127.0.0.1:1",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr).replace(&dir.path().display().to_string(), "<dir>");
+    insta::assert_snapshot!(err.trim_end(), @"error: <dir>/manifest.csv exists; pass --force to replace it");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "kept\n");
+}
