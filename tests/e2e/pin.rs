@@ -52,13 +52,17 @@ impl Fixture {
             .replace(&self.sources.gcs.url(), "<gcs>")
             .replace(&self.sources.hub.endpoint(), "<hub>")
             .replace(&self.dir.path().display().to_string(), "<dir>");
-        // `#<generation>` of GCS URIs.
-        while let Some(i) = s.find(".tar.gz#").map(|i| i + ".tar.gz#".len()) {
-            let n = s[i..].chars().take_while(|c| c.is_ascii_digit()).count();
-            if n == 0 {
-                break;
+        // `gs://bucket/object#<generation>`.
+        let mut from = 0;
+        while let Some(at) = s[from..].find("gs://").map(|i| i + from) {
+            let end = s[at..]
+                .find(char::is_whitespace)
+                .map_or(s.len(), |i| i + at);
+            if let Some(hash) = s[at..end].find('#').map(|i| i + at + 1) {
+                let digits = s[hash..].chars().take_while(char::is_ascii_digit).count();
+                s.replace_range(hash..hash + digits, "<generation>");
             }
-            s.replace_range(i - 1..i + n, "@<generation>");
+            from = at + 5;
         }
         s.trim_end().to_string()
     }
@@ -84,7 +88,7 @@ fn bytes_that_differ_between_gcs_and_the_hub_are_refused_with_both_hashes() {
     let other = b"not the archive the shard holds\n".to_vec();
     f.sources
         .gcs
-        .upload_bytes("agentrace-demo", "archives/tmax-001.tar.gz", other.clone())
+        .upload_bytes("agentrace-demo", "archives/tmax-001.tar.zst", other.clone())
         .unwrap();
     let out = f.pin(&[
         "--gcs",
@@ -130,7 +134,7 @@ fn a_shard_member_matching_no_workload_is_refused() {
     let mut b = tar::Builder::new(std::fs::File::create(&shard).unwrap());
     for (name, path) in [
         ("tmax-000.tar.gz", corpus.join("archives/tmax-000.tar.gz")),
-        ("notes-2026.tar.gz", corpus.join("archives/tmax-001.tar.gz")),
+        ("notes-2026.tar.gz", corpus.join("archives/tmax-001.tar.zst")),
     ] {
         let mut h = tar::Header::new_ustar();
         h.set_size(std::fs::metadata(&path).unwrap().len());

@@ -573,6 +573,38 @@ mod tests {
     }
 
     #[test]
+    fn walker_reports_every_regular_member_at_any_chunking() {
+        let (tar, members) = sample();
+        for chunk in [1, 7, 511, 512, 513, 4096, tar.len()] {
+            let mut w = TarWalker::new();
+            let mut got: Vec<(String, Vec<u8>)> = Vec::new();
+            let mut ends = 0;
+            let mut status = WalkStatus::NeedMore;
+            for c in tar.chunks(chunk) {
+                status = w
+                    .feed::<()>(c, &mut |ev| {
+                        match ev {
+                            TarEvent::MemberStart { name, .. } => {
+                                got.push((name.to_string(), Vec::new()))
+                            }
+                            TarEvent::Data(d) => got.last_mut().unwrap().1.extend_from_slice(d),
+                            TarEvent::MemberEnd => ends += 1,
+                        }
+                        Ok(ControlFlow::Continue(()))
+                    })
+                    .unwrap()
+                    .unwrap();
+                if status == WalkStatus::End {
+                    break;
+                }
+            }
+            assert_eq!(status, WalkStatus::End, "chunk {chunk}");
+            assert_eq!(got, members, "chunk {chunk}");
+            assert_eq!(ends, members.len(), "chunk {chunk}");
+        }
+    }
+
+    #[test]
     fn header_walk_gives_the_same_ranges_as_the_scanner() {
         let (tar, members) = sample();
         let mut pos = 0u64;
