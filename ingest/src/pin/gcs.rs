@@ -18,7 +18,48 @@ use std::time::Duration;
 /// server long before it).
 const OBJECT_READ_LIMIT: Duration = Duration::from_secs(6 * 3600);
 
-fn gcs_error(uri: &str, e: object_store::Error) -> PinError {
+/// The endpoint GCS requests go to.
+fn endpoint(settings: &PinSettings) -> String {
+    settings
+        .gcs_endpoint
+        .clone()
+        .unwrap_or_else(|| "https://storage.googleapis.com".into())
+}
+
+/// An object_store error as a refusal: a transport failure (connect, send, timeout) after
+/// object_store's retries is [`PinError::Unreachable`], with the causes below the HTTP error
+/// and no URL; anything else keeps object_store's text.
+fn gcs_error(uri: &str, e: object_store::Error, settings: &PinSettings) -> PinError {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(c) = cause {
+        if let Some(http) = c.downcast_ref::<HttpError>()
+            && matches!(
+                http.kind(),
+                HttpErrorKind::Connect
+                    | HttpErrorKind::Request
+                    | HttpErrorKind::Timeout
+                    | HttpErrorKind::Interrupted
+            )
+        {
+            let mut parts: Vec<String> = Vec::new();
+            let mut below = std::error::Error::source(http);
+            while let Some(b) = below {
+                let text = without_url(&b.to_string());
+                if !parts.iter().any(|p| p.contains(&text)) {
+                    parts.push(text);
+                }
+                below = b.source();
+            }
+            return PinError::Unreachable {
+                endpoint: endpoint(settings),
+                service: "GCS",
+                attempts: settings.retries + 1,
+                detail: parts.join(": "),
+            };
+        }
+        cause = c.source();
+    }
     let detail = match e {
         object_store::Error::NotFound { .. } => "not found (is the bucket name right?)".to_string(),
         other => other.to_string(),
@@ -26,6 +67,18 @@ fn gcs_error(uri: &str, e: object_store::Error) -> PinError {
     PinError::Gcs {
         uri: uri.to_string(),
         detail,
+    }
+}
+
+/// `text` without reqwest's ` for url (...)`.
+fn without_url(text: &str) -> String {
+    match text.find(" for url (") {
+        Some(i) => {
+            let rest = &text[i + " for url (".len()..];
+            let tail = rest.find(')').map_or("", |j| &rest[j + 1..]);
+            format!("{}{tail}", &text[..i])
+        }
+        None => text.to_string(),
     }
 }
 
@@ -61,7 +114,7 @@ pub(super) async fn pin_prefix(
         .list(list_prefix.as_ref())
         .try_collect()
         .await
-        .map_err(|e| gcs_error(&where_, e))?;
+        .map_err(|e| gcs_error(&where_, e, settings))?;
     metas.retain(|m| !m.location.as_ref().ends_with('/'));
     metas.sort_by(|a, b| a.location.cmp(&b.location));
     let mut refusals = Vec::new();
@@ -122,7 +175,7 @@ async fn hash_object(
         let result = store
             .get_opts(&meta.location, options)
             .await
-            .map_err(|e| gcs_error(&uri, e))?;
+            .map_err(|e| gcs_error(&uri, e, settings))?;
         let served = result.meta.version.clone().ok_or_else(|| PinError::Gcs {
             uri: uri.clone(),
             detail: "the answer names no generation (x-goog-generation); is STORAGE_EMULATOR_HOST a GCS server?".into(),
