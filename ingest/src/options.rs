@@ -54,7 +54,8 @@ impl EnvOverrides {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         EnvOverrides {
             storage_emulator_host: var("STORAGE_EMULATOR_HOST"),
-            google_application_credentials: var("GOOGLE_APPLICATION_CREDENTIALS").map(PathBuf::from),
+            google_application_credentials: var("GOOGLE_APPLICATION_CREDENTIALS")
+                .map(PathBuf::from),
             hf_endpoint: var("HF_ENDPOINT"),
             hf_token: var("HF_TOKEN").map(HfToken::new),
         }

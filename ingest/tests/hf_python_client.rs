@@ -169,7 +169,13 @@ fn the_real_huggingface_hub_client_reads_the_listing_api() {
     });
     let home = tempfile::tempdir().unwrap();
     let out = Command::new(ingest::testkit::python())
-        .args(["-c", LISTING, &hub.endpoint(), demo::write::DEMO_HF_REPO, secret])
+        .args([
+            "-c",
+            LISTING,
+            &hub.endpoint(),
+            demo::write::DEMO_HF_REPO,
+            secret,
+        ])
         .env("HF_HUB_DISABLE_TELEMETRY", "1")
         .env("HF_HOME", home.path())
         .env_remove("HF_TOKEN")
@@ -196,7 +202,10 @@ fn the_real_huggingface_hub_client_reads_the_listing_api() {
     for (f, shard) in files.iter().zip(&shards) {
         let local = match shard.strip_prefix("raw/more/") {
             Some(_) => first.clone(),
-            None => c.root().join("shards").join(shard.trim_start_matches("raw/")),
+            None => c
+                .root()
+                .join("shards")
+                .join(shard.trim_start_matches("raw/")),
         };
         let (sha, size) = ingest::sink::hash_file(&local).unwrap();
         assert_eq!(f[0], *shard);
@@ -204,7 +213,10 @@ fn the_real_huggingface_hub_client_reads_the_listing_api() {
         assert_eq!(f[2], sha);
     }
     assert_eq!(v["top"], serde_json::json!([["RepoFolder", "raw"]]));
-    assert_eq!(v["errors"], serde_json::json!(["RevisionNotFound", "RepoNotFound"]));
+    assert_eq!(
+        v["errors"],
+        serde_json::json!(["RevisionNotFound", "RepoNotFound"])
+    );
     // The client followed the pages and sent the token to every API request.
     let api: Vec<_> = hub
         .requests()

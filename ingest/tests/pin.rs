@@ -85,10 +85,15 @@ fn pinned_rows_equal_the_demo_manifest_through_pages_breaks_and_expired_urls() {
             >= 2,
         "the tree came in three pages"
     );
-    assert!(log.iter().any(|r| r.status == 403), "an expired URL was refused");
     assert!(
-        log.iter()
-            .any(|r| r.range.as_deref().is_some_and(|g| !g.starts_with("bytes=0-"))),
+        log.iter().any(|r| r.status == 403),
+        "an expired URL was refused"
+    );
+    assert!(
+        log.iter().any(|r| r
+            .range
+            .as_deref()
+            .is_some_and(|g| !g.starts_with("bytes=0-"))),
         "a broken shard continued by Range"
     );
     // The report is deterministic.
@@ -106,12 +111,18 @@ fn a_bucket_pin_records_the_live_generations() {
     let mut older = 0;
     for a in &report.archives {
         let g = a.gcs.as_ref().expect("gcs");
-        let gens = sources.gcs.generations("agentrace-demo", &g.object).unwrap();
+        let gens = sources
+            .gcs
+            .generations("agentrace-demo", &g.object)
+            .unwrap();
         assert_eq!(gens.last(), Some(&g.generation), "{}", g.object);
         older += usize::from(gens.len() > 1);
         assert!(a.hf.is_none());
     }
     assert!(older > 0, "some objects have an older generation");
     let rows = report.manifest_rows();
-    assert!(rows.iter().all(|r| r.hf_repo.is_none() && r.hf_revision.is_none()));
+    assert!(
+        rows.iter()
+            .all(|r| r.hf_repo.is_none() && r.hf_revision.is_none())
+    );
 }

@@ -27,8 +27,9 @@ impl Fixture {
             demo::DEFAULT_SEED,
         )
         .unwrap();
-        let sources = DemoSources::start(&dir.path().join("corpus"), &DemoSourcesOptions::default())
-            .expect("fake-gcs-server and the local Hub (scripts/test installs the emulator)");
+        let sources =
+            DemoSources::start(&dir.path().join("corpus"), &DemoSourcesOptions::default())
+                .expect("fake-gcs-server and the local Hub (scripts/test installs the emulator)");
         Fixture { dir, sources }
     }
 
@@ -68,8 +69,14 @@ impl Fixture {
     }
 }
 
+/// The pipeline binary, built once (so the build is not timed with a command).
+fn pipeline() -> &'static Path {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| common::bin("pipeline"))
+}
+
 fn pin_with(args: &[&str], out: &Path, gcs: &str, hub: &str) -> Output {
-    Command::new(common::bin("pipeline"))
+    Command::new(pipeline())
         .arg("pin")
         .args(args)
         .arg("--out")
@@ -106,7 +113,10 @@ fn bytes_that_differ_between_gcs_and_the_hub_are_refused_with_both_hashes() {
         .sha256
         .clone();
     let err = f.stable(&out.stderr);
-    assert!(err.contains(&ingest::testkit::hub::sha256_hex(&other)), "{err}");
+    assert!(
+        err.contains(&ingest::testkit::hub::sha256_hex(&other)),
+        "{err}"
+    );
     assert!(err.contains(&demo_sha), "{err}");
     insta::assert_snapshot!(err, @r"
     error: 1 archive(s) refused, nothing pinned:
@@ -137,7 +147,10 @@ fn a_shard_member_matching_no_workload_is_refused() {
     let mut b = tar::Builder::new(std::fs::File::create(&shard).unwrap());
     for (name, path) in [
         ("tmax-000.tar.gz", corpus.join("archives/tmax-000.tar.gz")),
-        ("notes-2026.tar.gz", corpus.join("archives/tmax-001.tar.zst")),
+        (
+            "notes-2026.tar.gz",
+            corpus.join("archives/tmax-001.tar.zst"),
+        ),
     ] {
         let mut h = tar::Header::new_ustar();
         h.set_size(std::fs::metadata(&path).unwrap().len());
@@ -224,6 +237,7 @@ fn an_unreachable_endpoint_fails_clearly_within_the_retry_budget() {
                     (endpoint.as_str(), "http://127.0.0.1:1")
                 }
             };
+            pipeline();
             let started = Instant::now();
             let out = pin_with(&args, &out_file, gcs, hub);
             let took = started.elapsed();
@@ -260,7 +274,8 @@ fn an_existing_manifest_is_kept_without_force() {
         "http://127.0.0.1:1",
     );
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr).replace(&dir.path().display().to_string(), "<dir>");
+    let err =
+        String::from_utf8_lossy(&out.stderr).replace(&dir.path().display().to_string(), "<dir>");
     insta::assert_snapshot!(err.trim_end(), @"error: <dir>/manifest.csv exists; pass --force to replace it");
     assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "kept\n");
 }

@@ -106,7 +106,11 @@ fn the_walkthrough_pins_runs_and_verifies_over_the_emulators() {
         assert_eq!(got.workload, want.workload, "{}", want.archive_id);
         assert_eq!(got.sha256, want.sha256, "{}", want.archive_id);
         assert_eq!(got.bytes, want.bytes, "{}", want.archive_id);
-        assert_eq!(got.hf, want.hf, "{}: repo, commit, shard, member", want.archive_id);
+        assert_eq!(
+            got.hf, want.hf,
+            "{}: repo, commit, shard, member",
+            want.archive_id
+        );
         let gcs = got.gcs.as_ref().expect("a GCS location");
         let member = &want.hf.as_ref().unwrap().member;
         assert_eq!(gcs.bucket, "agentrace-demo");

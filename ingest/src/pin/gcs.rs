@@ -105,10 +105,12 @@ pub(super) async fn pin_prefix(
         uri: where_.clone(),
         detail,
     })?;
-    let store = clients.store(&prefix.bucket).map_err(|detail| PinError::Gcs {
-        uri: where_.clone(),
-        detail,
-    })?;
+    let store = clients
+        .store(&prefix.bucket)
+        .map_err(|detail| PinError::Gcs {
+            uri: where_.clone(),
+            detail,
+        })?;
     let list_prefix = (!prefix.prefix.is_empty()).then(|| ObjectPath::from(prefix.prefix.as_str()));
     let mut metas: Vec<ObjectMeta> = store
         .list(list_prefix.as_ref())

@@ -30,9 +30,9 @@ fn api_url(endpoint: &str, repo: &str, segments: &[&str]) -> Result<Url, PinErro
     let mut url = Url::parse(endpoint)
         .map_err(|e| PinError::Usage(format!("Hub endpoint `{endpoint}` is not a URL: {e}")))?;
     {
-        let mut path = url
-            .path_segments_mut()
-            .map_err(|_| PinError::Usage(format!("Hub endpoint `{endpoint}` cannot be a base URL")))?;
+        let mut path = url.path_segments_mut().map_err(|_| {
+            PinError::Usage(format!("Hub endpoint `{endpoint}` cannot be a base URL"))
+        })?;
         path.pop_if_empty().push("api").push("datasets");
         for part in repo.split('/') {
             path.push(part);
@@ -87,7 +87,10 @@ async fn api_refusal(
         },
         Some("EntryNotFound") => PinError::Hub(FetchError::NotFound {
             uri: uri.to_string(),
-            detail: format!("the dataset has no folder `{}` (EntryNotFound)", target.path),
+            detail: format!(
+                "the dataset has no folder `{}` (EntryNotFound)",
+                target.path
+            ),
         }),
         _ if status == 401 || status == 403 => PinError::Hub(FetchError::Denied {
             uri: uri.to_string(),
@@ -189,10 +192,17 @@ pub(super) async fn pin_dataset(
     }
     let doc = read_json(resp, &uri).await?;
     let commit = doc["sha"].as_str().unwrap_or_default().to_string();
-    if commit.len() != 40 || !commit.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+    if commit.len() != 40
+        || !commit
+            .bytes()
+            .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    {
         return Err(PinError::Hub(FetchError::Protocol {
             uri,
-            detail: format!("the revision answer's `sha` is not a 40-hex commit: {:?}", doc["sha"]),
+            detail: format!(
+                "the revision answer's `sha` is not a 40-hex commit: {:?}",
+                doc["sha"]
+            ),
         }));
     }
 
@@ -291,7 +301,10 @@ async fn walk_shard(
         member: String::new(),
     };
     let mut info = FetchInfo::default();
-    let shard = source.resolve(&uri, &loc, &mut info).await.map_err(PinError::Hub)?;
+    let shard = source
+        .resolve(&uri, &loc, &mut info)
+        .await
+        .map_err(PinError::Hub)?;
     let protocol = |detail: String| {
         PinError::Hub(FetchError::Protocol {
             uri: uri.clone(),
@@ -447,7 +460,12 @@ mod tests {
             "<https://a/prev>; rel=\"prev\"".parse().unwrap(),
         );
         assert_eq!(next_link(&h), None);
-        let u = api_url("http://127.0.0.1:9/", "o/n", &["tree", "refs/pr/1", "raw/x"]).unwrap();
+        let u = api_url(
+            "http://127.0.0.1:9/",
+            "o/n",
+            &["tree", "refs/pr/1", "raw/x"],
+        )
+        .unwrap();
         assert_eq!(
             u.as_str(),
             "http://127.0.0.1:9/api/datasets/o/n/tree/refs%2Fpr%2F1/raw%2Fx"

@@ -51,8 +51,11 @@ pub struct GcsPrefix {
 impl FromStr for GcsPrefix {
     type Err = PinError;
     fn from_str(s: &str) -> Result<GcsPrefix, PinError> {
-        let usage = |why: &str| PinError::Usage(format!("--gcs `{s}`: {why}, expected gs://BUCKET/PREFIX"));
-        let rest = s.strip_prefix("gs://").ok_or_else(|| usage("not a gs:// URL"))?;
+        let usage =
+            |why: &str| PinError::Usage(format!("--gcs `{s}`: {why}, expected gs://BUCKET/PREFIX"));
+        let rest = s
+            .strip_prefix("gs://")
+            .ok_or_else(|| usage("not a gs:// URL"))?;
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         if bucket.is_empty() {
             return Err(usage("no bucket"));
@@ -88,10 +91,15 @@ pub const DEFAULT_REVISION: &str = "main";
 impl FromStr for HubTarget {
     type Err = PinError;
     fn from_str(s: &str) -> Result<HubTarget, PinError> {
-        let usage =
-            |why: &str| PinError::Usage(format!("--hf `{s}`: {why}, expected REPO[@REVISION][:PATH]"));
+        let usage = |why: &str| {
+            PinError::Usage(format!(
+                "--hf `{s}`: {why}, expected REPO[@REVISION][:PATH]"
+            ))
+        };
         let (repo_rev, path) = s.split_once(':').unwrap_or((s, ""));
-        let (repo, revision) = repo_rev.split_once('@').unwrap_or((repo_rev, DEFAULT_REVISION));
+        let (repo, revision) = repo_rev
+            .split_once('@')
+            .unwrap_or((repo_rev, DEFAULT_REVISION));
         let valid_name = |n: &str| {
             !n.is_empty()
                 && n.chars()
@@ -114,7 +122,11 @@ impl FromStr for HubTarget {
 
 impl fmt::Display for HubTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "hf://datasets/{}@{}/{}", self.repo, self.revision, self.path)
+        write!(
+            f,
+            "hf://datasets/{}@{}/{}",
+            self.repo, self.revision, self.path
+        )
     }
 }
 
@@ -498,7 +510,9 @@ pub enum PinError {
     #[error("{}", refusal_summary(.0))]
     Refused(Vec<Refusal>),
     /// The Hub has no such dataset (`RepoNotFound`).
-    #[error("{endpoint}: the Hub has no dataset `{repo}` (RepoNotFound; a private dataset needs HF_TOKEN)")]
+    #[error(
+        "{endpoint}: the Hub has no dataset `{repo}` (RepoNotFound; a private dataset needs HF_TOKEN)"
+    )]
     RepoNotFound {
         /// Hub endpoint.
         endpoint: String,
@@ -556,10 +570,7 @@ impl PinError {
 }
 
 fn refusal_summary(refusals: &[Refusal]) -> String {
-    let mut s = format!(
-        "{} archive(s) refused, nothing pinned:",
-        refusals.len()
-    );
+    let mut s = format!("{} archive(s) refused, nothing pinned:", refusals.len());
     for r in refusals {
         s.push_str("\n  ");
         s.push_str(&r.to_string());
@@ -724,7 +735,10 @@ mod tests {
     #[test]
     fn specs_parse_and_refuse() {
         let g: GcsPrefix = "gs://bucket/some/prefix/".parse().unwrap();
-        assert_eq!((g.bucket.as_str(), g.prefix.as_str()), ("bucket", "some/prefix"));
+        assert_eq!(
+            (g.bucket.as_str(), g.prefix.as_str()),
+            ("bucket", "some/prefix")
+        );
         let g: GcsPrefix = "gs://bucket".parse().unwrap();
         assert_eq!(g.prefix, "");
         assert!("s3://bucket/x".parse::<GcsPrefix>().is_err());
@@ -745,14 +759,23 @@ mod tests {
 
     #[test]
     fn archive_ids_and_default_rules() {
-        assert_eq!(archive_id_of("tmax-000.tar.gz").as_deref(), Some("tmax-000"));
-        assert_eq!(archive_id_of("deepswe-pilot-000.tar.zst").as_deref(), Some("deepswe-pilot-000"));
+        assert_eq!(
+            archive_id_of("tmax-000.tar.gz").as_deref(),
+            Some("tmax-000")
+        );
+        assert_eq!(
+            archive_id_of("deepswe-pilot-000.tar.zst").as_deref(),
+            Some("deepswe-pilot-000")
+        );
         assert_eq!(archive_id_of("x.TGZ").as_deref(), Some("x"));
         assert_eq!(archive_id_of("notes.txt").as_deref(), Some("notes.txt"));
         assert_eq!(archive_id_of(".tar.gz"), None);
         assert_eq!(archive_id_of("a b.tar.gz"), None);
         let d = WorkloadRule::defaults();
-        assert_eq!(WorkloadRule::first_match(&d, "tmax-001.tar.gz"), Some(WorkloadId::Tmax));
+        assert_eq!(
+            WorkloadRule::first_match(&d, "tmax-001.tar.gz"),
+            Some(WorkloadId::Tmax)
+        );
         assert_eq!(
             WorkloadRule::first_match(&d, "deepswe-pilot-000.tar.zst"),
             Some(WorkloadId::Deepswe)
@@ -762,7 +785,13 @@ mod tests {
             .iter()
             .map(|s| s.parse().unwrap())
             .collect();
-        assert_eq!(WorkloadRule::first_match(&custom, "a-pilot.tar"), Some(WorkloadId::Deepswe));
-        assert_eq!(WorkloadRule::first_match(&custom, "a.tar"), Some(WorkloadId::Tmax));
+        assert_eq!(
+            WorkloadRule::first_match(&custom, "a-pilot.tar"),
+            Some(WorkloadId::Deepswe)
+        );
+        assert_eq!(
+            WorkloadRule::first_match(&custom, "a.tar"),
+            Some(WorkloadId::Tmax)
+        );
     }
 }

@@ -154,8 +154,9 @@ impl GcsClients {
         let builder = match (&self.service_account, &self.settings.credentials) {
             (Some(f), _) => GoogleCloudStorageBuilder::new()
                 .with_service_account_path(f.path().to_string_lossy()),
-            (None, GcsCredentials::File(p)) => GoogleCloudStorageBuilder::new()
-                .with_application_credentials(p.to_string_lossy()),
+            (None, GcsCredentials::File(p)) => {
+                GoogleCloudStorageBuilder::new().with_application_credentials(p.to_string_lossy())
+            }
             (None, GcsCredentials::ApplicationDefault) => GoogleCloudStorageBuilder::new(),
             (None, GcsCredentials::Anonymous) => {
                 GoogleCloudStorageBuilder::new().with_skip_signature(true)
@@ -189,9 +190,8 @@ impl GcsSource {
         buckets: impl IntoIterator<Item = &'b str>,
         settings: GcsSettings,
     ) -> Result<GcsSource, IngestError> {
-        let clients =
-            GcsClients::new(settings, Duration::from_secs(30), Duration::from_secs(120))
-                .map_err(IngestError::Config)?;
+        let clients = GcsClients::new(settings, Duration::from_secs(30), Duration::from_secs(120))
+            .map_err(IngestError::Config)?;
         let mut stores = BTreeMap::new();
         for bucket in buckets {
             if stores.contains_key(bucket) {

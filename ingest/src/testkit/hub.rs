@@ -276,11 +276,15 @@ fn log(state: &Mutex<HubState>, role: HubRole, head: &RequestHead, status: u16) 
     });
 }
 
+/// Response headers of a Hub answer.
+type Headers = Vec<(&'static str, String)>;
+/// Status, headers and a fixed body.
+type FixedAnswer = (u16, Headers, &'static [u8]);
+/// Status, headers and a body (the listing API's JSON).
+type ApiAnswer = (u16, Headers, Vec<u8>);
+
 /// The token check and the 429 fault, shared by every Hub route.
-fn gate(
-    s: &mut HubState,
-    head: &RequestHead,
-) -> Option<(u16, Vec<(&'static str, String)>, &'static [u8])> {
+fn gate(s: &mut HubState, head: &RequestHead) -> Option<FixedAnswer> {
     if let Some(tok) = &s.faults.require_token
         && head.header("authorization") != Some(format!("Bearer {tok}").as_str())
     {
@@ -323,16 +327,12 @@ fn stand_in_oid(seed: &str) -> String {
 }
 
 /// A JSON answer of the listing API.
-fn api_json(
-    code: u16,
-    mut headers: Vec<(&'static str, String)>,
-    body: &serde_json::Value,
-) -> (u16, Vec<(&'static str, String)>, Vec<u8>) {
+fn api_json(code: u16, mut headers: Headers, body: &serde_json::Value) -> ApiAnswer {
     headers.push(("Content-Type", "application/json".into()));
     (code, headers, body.to_string().into_bytes())
 }
 
-fn api_error(code: &str, message: &str) -> (u16, Vec<(&'static str, String)>, Vec<u8>) {
+fn api_error(code: &str, message: &str) -> ApiAnswer {
     api_json(
         404,
         vec![
@@ -345,11 +345,7 @@ fn api_error(code: &str, message: &str) -> (u16, Vec<(&'static str, String)>, Ve
 
 /// Answer `/api/datasets/{owner}/{name}/revision/{rev}` and `.../tree/{rev}[/{path}]`
 /// (`rest` is the path after `/api/datasets/`).
-fn serve_api(
-    head: &RequestHead,
-    rest: &str,
-    state: &Mutex<HubState>,
-) -> (u16, Vec<(&'static str, String)>, Vec<u8>) {
+fn serve_api(head: &RequestHead, rest: &str, state: &Mutex<HubState>) -> ApiAnswer {
     let mut s = state.lock().expect("hub state");
     if let Some((code, headers, body)) = gate(&mut s, head) {
         return (code, headers, body.to_vec());
@@ -395,10 +391,16 @@ fn serve_api(
         });
         return api_json(200, vec![], &body);
     }
-    let under = percent_decode(parts.get(4).copied().unwrap_or("")).trim_matches('/').to_string();
+    let under = percent_decode(parts.get(4).copied().unwrap_or(""))
+        .trim_matches('/')
+        .to_string();
     let recursive = query_param(&head.target, "recursive")
         .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
-    let prefix = if under.is_empty() { String::new() } else { format!("{under}/") };
+    let prefix = if under.is_empty() {
+        String::new()
+    } else {
+        format!("{under}/")
+    };
     let mut entries: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
     for (p, f) in &files {
         let Some(rel) = p.strip_prefix(&prefix) else {
@@ -406,7 +408,11 @@ fn serve_api(
         };
         let segments: Vec<&str> = rel.split('/').collect();
         // Directories between `under` and the file.
-        let depth = if recursive { segments.len() - 1 } else { segments.len().min(2) - 1 };
+        let depth = if recursive {
+            segments.len() - 1
+        } else {
+            segments.len().min(2) - 1
+        };
         for d in 0..depth {
             let dir = format!("{prefix}{}", segments[..=d].join("/"));
             entries.entry(dir.clone()).or_insert_with(|| {
@@ -432,7 +438,10 @@ fn serve_api(
         }
     }
     if entries.is_empty() && !under.is_empty() {
-        return api_error("EntryNotFound", &format!("{under} does not exist on {commit}"));
+        return api_error(
+            "EntryNotFound",
+            &format!("{under} does not exist on {commit}"),
+        );
     }
     let page_size = match s.tree_page_size {
         0 => TREE_PAGE_SIZE,

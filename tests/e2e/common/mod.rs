@@ -16,7 +16,10 @@ pub fn bin_of(package: &str, name: &str) -> PathBuf {
         .args(["build", "-q", "-p", package, "--bin", name])
         .status()
         .unwrap();
-    assert!(status.success(), "cargo build -p {package} --bin {name} failed");
+    assert!(
+        status.success(),
+        "cargo build -p {package} --bin {name} failed"
+    );
     let mut p = std::env::current_exe().unwrap();
     p.pop();
     if p.ends_with("deps") {
