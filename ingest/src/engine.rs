@@ -113,6 +113,7 @@ fn build_sources(
             buckets,
             GcsSettings {
                 endpoint,
+                credentials: opts.env.gcs_credentials(),
                 retries: ic.retries,
                 request_timeout: timeout,
                 initial_backoff: opts.initial_backoff,

@@ -3,13 +3,14 @@
 //! and byte count while streaming, admit verified bytes into the content-addressed store,
 //! quarantine the rest, check cross-source identity, and write `ledger.parquet`.
 //!
-//! Entry point: [`run`]. Test infrastructure for this and other crates: [`testkit`].
+//! Entry point: [`run`]. Writing a manifest from real sources: [`pin`]. Test infrastructure for this and other crates: [`testkit`].
 
 pub mod conformance;
 pub mod engine;
 pub mod error;
 pub mod ledger;
 pub mod options;
+pub mod pin;
 pub mod progress;
 pub mod report;
 pub mod sink;

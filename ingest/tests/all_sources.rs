@@ -243,6 +243,7 @@ fn storage_emulator_host_and_hf_endpoint_override_the_config() {
             storage_emulator_host: Some(format!("127.0.0.1:{}", gcs.port())),
             hf_endpoint: Some(hub.endpoint()),
             hf_token: None,
+            ..ingest::EnvOverrides::default()
         },
         ..opts()
     };

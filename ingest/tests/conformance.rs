@@ -58,6 +58,7 @@ fn gcs_backend_conforms() {
         [BUCKET],
         GcsSettings {
             endpoint: Some(gcs.url()),
+            credentials: ingest::source::gcs::GcsCredentials::Anonymous,
             retries: 1,
             request_timeout: Duration::from_secs(30),
             initial_backoff: Duration::from_millis(5),

@@ -1,7 +1,9 @@
 //! Fidelity of the local Hub: the real `huggingface_hub` Python client downloads a raw shard
 //! from it with `HF_ENDPOINT` pointed at it, reading the 302's metadata and fetching the bytes
-//! from the content host (with the token sent to the Hub only). Skipped, with the reason
-//! printed, when python3 or huggingface_hub is not installed.
+//! from the content host (with the token sent to the Hub only), and reads its listing API
+//! (`HfApi.dataset_info`, `HfApi.list_repo_tree` across pages, and the errors of an unknown
+//! revision and repository). The download test is skipped, with the reason printed, when
+//! python3 or huggingface_hub is not installed; the listing test fails instead.
 
 mod common;
 
@@ -18,7 +20,7 @@ print(path)
 "#;
 
 fn client_available() -> Result<String, String> {
-    let out = Command::new("python3")
+    let out = Command::new(ingest::testkit::python())
         .args([
             "-c",
             "import huggingface_hub; print(huggingface_hub.__version__)",
@@ -56,7 +58,7 @@ fn the_real_huggingface_hub_client_downloads_a_shard_from_the_local_hub() {
     });
     let cache = tempfile::tempdir().unwrap();
     let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
-    let out = Command::new("python3")
+    let out = Command::new(ingest::testkit::python())
         .args([
             "-c",
             SCRIPT,
@@ -99,5 +101,134 @@ fn the_real_huggingface_hub_client_downloads_a_shard_from_the_local_hub() {
             && content
                 .iter()
                 .all(|r| r.method == "GET" && r.authorization.is_none())
+    );
+}
+
+const LISTING: &str = r#"
+import json, sys
+from huggingface_hub import HfApi
+from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+api = HfApi(endpoint=sys.argv[1], token=sys.argv[3])
+repo = sys.argv[2]
+info = api.dataset_info(repo, revision="main")
+default = api.dataset_info(repo)
+tree = list(api.list_repo_tree(repo, path_in_repo="raw", recursive=True, revision=info.sha,
+                               repo_type="dataset"))
+top = list(api.list_repo_tree(repo, revision=info.sha, repo_type="dataset"))
+errors = []
+try:
+    api.dataset_info(repo, revision="no-such-branch")
+except RevisionNotFoundError:
+    errors.append("RevisionNotFound")
+try:
+    api.dataset_info("nobody/nothing")
+except RepositoryNotFoundError:
+    errors.append("RepoNotFound")
+print(json.dumps({
+    "sha": info.sha,
+    "default_sha": default.sha,
+    "siblings": [s.rfilename for s in info.siblings],
+    "files": [[e.path, e.size, e.lfs.sha256 if e.lfs else None]
+              for e in tree if type(e).__name__ == "RepoFile"],
+    "top": [[type(e).__name__, e.path] for e in top],
+    "errors": errors,
+}))
+"#;
+
+/// `HfApi` accepts the local Hub's listing API: the revision resolves to the demo commit,
+/// the tree (two entries a page, so the client follows `Link` headers) lists every shard
+/// with its size and LFS SHA256, a non-recursive listing shows the folder, and an unknown
+/// revision or repository raises the client's own errors. Fails when the client is missing.
+#[test]
+fn the_real_huggingface_hub_client_reads_the_listing_api() {
+    if let Err(reason) = client_available() {
+        panic!(
+            "{reason}: install huggingface_hub into the test tools' Python ({}), as scripts/test does",
+            ingest::testkit::python().display()
+        );
+    }
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
+    // More files than a page: copies of the first shard in a subfolder.
+    let first = c.root().join("shards/shard-00000.tar");
+    let mut shards: Vec<String> = c.summary.archives.iter().map(|a| a.shard.clone()).collect();
+    shards.dedup();
+    for i in 0..3 {
+        let path = format!("raw/more/copy-{i}.tar");
+        hub.add_file(demo::write::DEMO_HF_REPO, &rev, &path, &first)
+            .unwrap();
+        shards.push(path);
+    }
+    shards.sort();
+    hub.set_tree_page_size(2);
+    let secret = "hf_listing_token";
+    hub.set_faults(HubFaults {
+        require_token: Some(secret.into()),
+        ..HubFaults::default()
+    });
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(ingest::testkit::python())
+        .args([
+            "-c",
+            LISTING,
+            &hub.endpoint(),
+            demo::write::DEMO_HF_REPO,
+            secret,
+        ])
+        .env("HF_HUB_DISABLE_TELEMETRY", "1")
+        .env("HF_HOME", home.path())
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_HUB_OFFLINE")
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "HfApi failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(v["sha"], rev);
+    assert_eq!(v["default_sha"], rev);
+    let siblings: Vec<&str> = v["siblings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect();
+    assert_eq!(siblings, shards);
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), shards.len());
+    for (f, shard) in files.iter().zip(&shards) {
+        let local = match shard.strip_prefix("raw/more/") {
+            Some(_) => first.clone(),
+            None => c
+                .root()
+                .join("shards")
+                .join(shard.trim_start_matches("raw/")),
+        };
+        let (sha, size) = ingest::sink::hash_file(&local).unwrap();
+        assert_eq!(f[0], *shard);
+        assert_eq!(f[1], size);
+        assert_eq!(f[2], sha);
+    }
+    assert_eq!(v["top"], serde_json::json!([["RepoFolder", "raw"]]));
+    assert_eq!(
+        v["errors"],
+        serde_json::json!(["RevisionNotFound", "RepoNotFound"])
+    );
+    // The client followed the pages and sent the token to every API request.
+    let api: Vec<_> = hub
+        .requests()
+        .into_iter()
+        .filter(|r| r.target.starts_with("/api/"))
+        .collect();
+    assert!(
+        api.iter().filter(|r| r.target.contains("cursor=")).count() >= 1,
+        "{api:?}"
+    );
+    assert!(
+        api.iter()
+            .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {secret}")[..]))
     );
 }

@@ -78,6 +78,42 @@ pub enum Command {
         #[arg(long)]
         hashes_only: bool,
     },
+    /// Write a manifest from real sources: list the archives under a GCS prefix (current
+    /// generations) and inside a Hub dataset's `.tar` shards (revision resolved to its
+    /// commit), stream each once for SHA256 and size, match them to workloads, refuse an
+    /// archive whose bytes differ between the two. Writes the manifest and `<stem>.pin.json`.
+    Pin {
+        /// Objects under this GCS prefix (`STORAGE_EMULATOR_HOST` points at an emulator;
+        /// `GOOGLE_APPLICATION_CREDENTIALS` when set, else anonymous reads).
+        #[arg(long, value_name = "gs://BUCKET/PREFIX")]
+        gcs: Option<String>,
+        /// The `.tar` shards under PATH of dataset REPO at REVISION (default main)
+        /// (`HF_ENDPOINT` points at a mirror; `HF_TOKEN` when set).
+        #[arg(long, value_name = "REPO[@REVISION][:PATH]")]
+        hf: Option<String>,
+        /// An archive whose file name matches GLOB belongs to workload NAME; repeatable,
+        /// first match wins. Default: the file name starts with the workload's name.
+        #[arg(long = "workload", value_name = "GLOB=NAME")]
+        workloads: Vec<String>,
+        /// The manifest to write (the report goes beside it as `<stem>.pin.json`).
+        #[arg(long)]
+        out: PathBuf,
+        /// Replace the manifest and report if they exist.
+        #[arg(long)]
+        force: bool,
+        /// Retries of a transient fault per request (and resumes of a broken transfer).
+        #[arg(long, default_value_t = 3)]
+        retries: u32,
+        /// Seconds allowed for connecting, and for each wait for more bytes of an answer.
+        #[arg(long, default_value_t = 30, value_name = "SECONDS")]
+        timeout: u64,
+        /// Archives (objects, shards) read at once.
+        #[arg(long, default_value_t = 4)]
+        parallel: usize,
+        /// Print only the summary line.
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Validate a pipeline.yaml and its manifest, and print a summary.
     Check {
         /// The pipeline.yaml.
@@ -192,6 +228,30 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 })
             }
         }
+        Command::Pin {
+            gcs,
+            hf,
+            workloads,
+            out,
+            force,
+            retries,
+            timeout,
+            parallel,
+            quiet,
+        } => crate::pin::pin_command(
+            &crate::pin::PinArgs {
+                gcs,
+                hf,
+                workloads,
+                out,
+                force,
+                retries,
+                timeout: std::time::Duration::from_secs(timeout.max(1)),
+                parallel,
+                quiet,
+            },
+            &ingest::EnvOverrides::from_process(),
+        ),
         Command::Check { config } => {
             let c = model::load_config(&config)?;
             println!(

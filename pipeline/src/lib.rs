@@ -1,7 +1,8 @@
 //! The `pipeline` binary's library: argument model, stage orchestration, provenance,
-//! verification, the report and the demo command.
+//! verification, the report, the demo command and `pin`.
 
 pub mod cli;
+pub mod pin;
 pub mod provenance;
 pub mod report;
 pub mod run;

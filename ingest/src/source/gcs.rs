@@ -7,6 +7,12 @@
 //! service-account file written to a temporary path with `gcs_base_url` and
 //! `disable_oauth: true`, as object_store documents. The emulator must serve the XML API on
 //! the address it is reached at (fake-gcs-server: `-public-host <host:port>`).
+//!
+//! The real service is reached with the credentials the environment names
+//! (`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's application-default file), and without
+//! any when there are none: requests are then unsigned, which is how a public bucket is read
+//! (object_store would otherwise ask the GCE metadata server for a token and wait for it).
+//! [`GcsClients`] is the one place that decides; `pipeline pin` uses it too.
 
 use super::{ArchiveSource, Backoff, FetchInfo};
 use crate::error::{FetchError, IngestError};
@@ -20,13 +26,49 @@ use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// Where the credentials for the real service come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GcsCredentials {
+    /// This file (`GOOGLE_APPLICATION_CREDENTIALS`: a service-account key or an authorized
+    /// user file).
+    File(PathBuf),
+    /// gcloud's application-default credentials file in its well-known place.
+    ApplicationDefault,
+    /// None: requests are not signed (public buckets).
+    Anonymous,
+}
+
+impl GcsCredentials {
+    /// The credentials the environment offers: the file `GOOGLE_APPLICATION_CREDENTIALS`
+    /// names, else gcloud's application-default file if it exists, else none.
+    pub fn detect(google_application_credentials: Option<&Path>) -> GcsCredentials {
+        if let Some(p) = google_application_credentials {
+            return GcsCredentials::File(p.to_path_buf());
+        }
+        let well_known = match std::env::var_os("CLOUDSDK_CONFIG") {
+            Some(dir) => Some(PathBuf::from(dir).join("application_default_credentials.json")),
+            None => std::env::var_os("HOME").map(|h| {
+                PathBuf::from(h).join(".config/gcloud/application_default_credentials.json")
+            }),
+        };
+        if well_known.is_some_and(|p| p.is_file()) {
+            GcsCredentials::ApplicationDefault
+        } else {
+            GcsCredentials::Anonymous
+        }
+    }
+}
 
 /// How to reach GCS.
 #[derive(Debug, Clone)]
 pub struct GcsSettings {
     /// Emulator base URL (`http://host:port`); `None` for the real service.
     pub endpoint: Option<String>,
+    /// Credentials for the real service (an emulator needs none).
+    pub credentials: GcsCredentials,
     /// Retries of a transient fault, and resumes of a broken body.
     pub retries: u32,
     /// Whole-request timeout (must cover the largest archive's transfer).
@@ -35,37 +77,31 @@ pub struct GcsSettings {
     pub initial_backoff: Duration,
 }
 
-/// Reads pinned object generations, one object_store client per bucket.
+/// Builds object_store clients, one per bucket, for the settings' endpoint and credentials.
 #[derive(Debug)]
-pub struct GcsSource {
-    stores: BTreeMap<String, GoogleCloudStorage>,
+pub struct GcsClients {
     settings: GcsSettings,
-    /// Keeps the emulator's service-account file alive as long as the clients.
-    _service_account: Option<tempfile::NamedTempFile>,
+    retry: RetryConfig,
+    client: ClientOptions,
+    /// The emulator's service-account file; lives as long as the clients.
+    service_account: Option<tempfile::NamedTempFile>,
 }
 
-/// `gs://bucket/object#generation` of an archive's GCS location.
-pub fn gcs_uri(archive: &ArchiveSpec) -> Option<String> {
-    archive.gcs.as_ref().map(|g| g.uri())
-}
-
-impl GcsSource {
-    /// Build clients for the given buckets. No request is made.
-    pub fn new<'b>(
-        buckets: impl IntoIterator<Item = &'b str>,
+impl GcsClients {
+    /// Prepare; no request is made. `connect_timeout` bounds connecting to the endpoint,
+    /// `read_timeout` each wait for the next bytes of an answer.
+    pub fn new(
         settings: GcsSettings,
-    ) -> Result<GcsSource, IngestError> {
+        connect_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Result<GcsClients, String> {
         let service_account = match &settings.endpoint {
             Some(endpoint) => {
                 let mut f = tempfile::Builder::new()
                     .prefix("ingest-gcs-emulator-")
                     .suffix(".json")
                     .tempfile()
-                    .map_err(|e| {
-                        IngestError::Config(format!(
-                            "writing the emulator's service-account file: {e}"
-                        ))
-                    })?;
+                    .map_err(|e| format!("writing the emulator's service-account file: {e}"))?;
                 let doc = serde_json::json!({
                     "gcs_base_url": endpoint,
                     "disable_oauth": true,
@@ -75,9 +111,7 @@ impl GcsSource {
                 });
                 f.write_all(doc.to_string().as_bytes())
                     .and_then(|_| f.flush())
-                    .map_err(|e| {
-                        IngestError::Config(format!("writing {}: {e}", f.path().display()))
-                    })?;
+                    .map_err(|e| format!("writing {}: {e}", f.path().display()))?;
                 Some(f)
             }
             None => None,
@@ -93,7 +127,8 @@ impl GcsSource {
         };
         let mut client = ClientOptions::new()
             .with_timeout(settings.request_timeout)
-            .with_connect_timeout(Duration::from_secs(30));
+            .with_connect_timeout(connect_timeout)
+            .with_read_timeout(read_timeout);
         if settings
             .endpoint
             .as_deref()
@@ -101,31 +136,71 @@ impl GcsSource {
         {
             client = client.with_allow_http(true);
         }
+        Ok(GcsClients {
+            settings,
+            retry,
+            client,
+            service_account,
+        })
+    }
+
+    /// The settings.
+    pub fn settings(&self) -> &GcsSettings {
+        &self.settings
+    }
+
+    /// A client for `bucket`.
+    pub fn store(&self, bucket: &str) -> Result<GoogleCloudStorage, String> {
+        let builder = match (&self.service_account, &self.settings.credentials) {
+            (Some(f), _) => GoogleCloudStorageBuilder::new()
+                .with_service_account_path(f.path().to_string_lossy()),
+            (None, GcsCredentials::File(p)) => {
+                GoogleCloudStorageBuilder::new().with_application_credentials(p.to_string_lossy())
+            }
+            (None, GcsCredentials::ApplicationDefault) => GoogleCloudStorageBuilder::new(),
+            (None, GcsCredentials::Anonymous) => {
+                GoogleCloudStorageBuilder::new().with_skip_signature(true)
+            }
+        };
+        builder
+            .with_bucket_name(bucket)
+            .with_retry(self.retry.clone())
+            .with_client_options(self.client.clone())
+            .build()
+            .map_err(|e| format!("GCS client for bucket `{bucket}`: {e}"))
+    }
+}
+
+/// Reads pinned object generations, one object_store client per bucket.
+#[derive(Debug)]
+pub struct GcsSource {
+    stores: BTreeMap<String, GoogleCloudStorage>,
+    /// Builds the clients; keeps the emulator's service-account file alive.
+    clients: GcsClients,
+}
+
+/// `gs://bucket/object#generation` of an archive's GCS location.
+pub fn gcs_uri(archive: &ArchiveSpec) -> Option<String> {
+    archive.gcs.as_ref().map(|g| g.uri())
+}
+
+impl GcsSource {
+    /// Build clients for the given buckets. No request is made.
+    pub fn new<'b>(
+        buckets: impl IntoIterator<Item = &'b str>,
+        settings: GcsSettings,
+    ) -> Result<GcsSource, IngestError> {
+        let clients = GcsClients::new(settings, Duration::from_secs(30), Duration::from_secs(120))
+            .map_err(IngestError::Config)?;
         let mut stores = BTreeMap::new();
         for bucket in buckets {
             if stores.contains_key(bucket) {
                 continue;
             }
-            let builder = match &service_account {
-                Some(f) => GoogleCloudStorageBuilder::new()
-                    .with_service_account_path(f.path().to_string_lossy()),
-                None => GoogleCloudStorageBuilder::from_env(),
-            };
-            let store = builder
-                .with_bucket_name(bucket)
-                .with_retry(retry.clone())
-                .with_client_options(client.clone())
-                .build()
-                .map_err(|e| {
-                    IngestError::Config(format!("GCS client for bucket `{bucket}`: {e}"))
-                })?;
+            let store = clients.store(bucket).map_err(IngestError::Config)?;
             stores.insert(bucket.to_string(), store);
         }
-        Ok(GcsSource {
-            stores,
-            settings,
-            _service_account: service_account,
-        })
+        Ok(GcsSource { stores, clients })
     }
 }
 
@@ -164,7 +239,7 @@ impl ArchiveSource for GcsSource {
                 detail: format!("object name is not a valid path: {e}"),
             })?;
             let pinned = loc.generation.to_string();
-            let mut backoff = Backoff::new(self.settings.initial_backoff);
+            let mut backoff = Backoff::new(self.clients.settings.initial_backoff);
             let mut known_size: Option<u64> = None;
             let mut attempts = 0u32;
             loop {
@@ -229,7 +304,7 @@ impl ArchiveSource for GcsSource {
                 match broke {
                     None => return Ok(()),
                     Some(e) => {
-                        if info.resumes >= self.settings.retries {
+                        if info.resumes >= self.clients.settings.retries {
                             return Err(FetchError::Transport {
                                 uri,
                                 attempts,

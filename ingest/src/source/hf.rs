@@ -68,11 +68,11 @@ pub struct ResolvedShard {
 /// One fetch's view of its shard: where the archive is, the Hub's current answer (facts
 /// fixed by the first resolve, content URL renewed by re-resolves) and how many times the
 /// URL was re-resolved.
-struct Resolved<'f> {
-    uri: &'f str,
-    loc: &'f HfLocation,
-    shard: ResolvedShard,
-    re_resolves: u32,
+pub(crate) struct Resolved<'f> {
+    pub(crate) uri: &'f str,
+    pub(crate) loc: &'f HfLocation,
+    pub(crate) shard: ResolvedShard,
+    pub(crate) re_resolves: u32,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -119,6 +119,26 @@ fn normalize_etag(v: &str) -> String {
 
 fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {
     header_of(resp.headers(), name)
+}
+
+/// A transport error with its causes (`error sending request: ...: Connection refused`),
+/// without the URL (it may carry a signed query).
+pub(crate) fn error_chain(e: &reqwest::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cause = std::error::Error::source(e);
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !parts.iter().any(|p| p.contains(&text)) {
+            parts.push(text);
+        }
+        cause = c.source();
+    }
+    let url = e.url().map(|u| u.as_str().to_string());
+    let joined = parts.join(": ");
+    match url {
+        Some(u) => joined.replace(&format!(" for url ({u})"), ""),
+        None => joined,
+    }
 }
 
 fn is_transient(e: &reqwest::Error) -> bool {
@@ -205,7 +225,7 @@ fn header_of(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String>
 }
 
 /// `bytes a-b/total` of a 206 answer.
-fn content_range(resp: &reqwest::Response) -> Option<(u64, u64, Option<u64>)> {
+pub(crate) fn content_range(resp: &reqwest::Response) -> Option<(u64, u64, Option<u64>)> {
     let v = resp.headers().get(CONTENT_RANGE)?.to_str().ok()?;
     let rest = v.trim().strip_prefix("bytes ")?;
     let (range, total) = rest.split_once('/')?;
@@ -220,14 +240,24 @@ fn content_range(resp: &reqwest::Response) -> Option<(u64, u64, Option<u64>)> {
 impl HfSource {
     /// Build the HTTP client (no redirects followed; every hop is read explicitly).
     pub fn new(settings: HfSettings) -> Result<HfSource, crate::error::IngestError> {
+        HfSource::with_timeouts(settings, Duration::from_secs(30), Duration::from_secs(120))
+    }
+
+    /// [`HfSource::new`] with other bounds on connecting and on each wait for the next bytes
+    /// of an answer.
+    pub fn with_timeouts(
+        settings: HfSettings,
+        connect_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Result<HfSource, crate::error::IngestError> {
         if let Some(problem) = settings.token.as_ref().and_then(HfToken::header_problem) {
             return Err(crate::error::IngestError::Config(problem.into()));
         }
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(settings.request_timeout)
-            .connect_timeout(Duration::from_secs(30))
-            .read_timeout(Duration::from_secs(120))
+            .connect_timeout(connect_timeout)
+            .read_timeout(read_timeout)
             .user_agent(concat!("agentrace-ingest/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| crate::error::IngestError::Config(format!("HTTP client: {e}")))?;
@@ -246,8 +276,18 @@ impl HfSource {
         )
     }
 
+    /// The HTTP client (no redirects followed).
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
+    }
+
+    /// The settings.
+    pub(crate) fn settings(&self) -> &HfSettings {
+        &self.settings
+    }
+
     /// Send a request, retrying transient statuses (429, 5xx) and connection failures.
-    async fn send(
+    pub(crate) async fn send(
         &self,
         uri: &str,
         info: &mut FetchInfo,
@@ -288,7 +328,7 @@ impl HfSource {
                         uri: uri.to_string(),
                         attempts,
                         reached: 0,
-                        detail: e.without_url().to_string(),
+                        detail: error_chain(&e),
                     });
                 }
             }
@@ -376,7 +416,7 @@ impl HfSource {
     /// ([`HfSource::re_resolve`]) and the same request repeated at the new URL, at most
     /// `retries` times per fetch; then the refusal is [`FetchError::Denied`]. Any other
     /// answer is handed back for the caller to judge.
-    async fn content_get(
+    pub(crate) async fn content_get(
         &self,
         r: &mut Resolved<'_>,
         range: Option<(u64, u64)>,
@@ -852,7 +892,7 @@ impl HfSource {
     }
 }
 
-fn content_status_error(uri: &str, s: StatusCode) -> FetchError {
+pub(crate) fn content_status_error(uri: &str, s: StatusCode) -> FetchError {
     match s.as_u16() {
         401 | 403 => FetchError::Denied {
             uri: uri.to_string(),

@@ -1,6 +1,9 @@
 //! Finding one member of an uncompressed tar (a raw shard) without reading the whole shard:
 //! parsing 512-byte headers (ustar, PAX `path`/`size`, GNU long names), either one header at
-//! a time by byte range ([`HeaderStep`]) or from a stream ([`TarScanner`]).
+//! a time by byte range ([`HeaderStep`]) or from a stream: every member ([`TarWalker`]) or
+//! one of them ([`TarScanner`]).
+
+use std::ops::ControlFlow;
 
 /// Tar block size.
 pub const BLOCK: u64 = 512;
@@ -149,20 +152,50 @@ pub fn is_regular(kind: u8) -> bool {
     matches!(kind, b'0' | 0 | b'7')
 }
 
-/// Streaming search for one member: feed the tar's bytes in order; the member's data is
-/// passed to a callback as it goes by.
-#[derive(Debug)]
-pub struct TarScanner {
-    want: String,
-    offset: u64,
-    state: ScanState,
-    pending: PendingMeta,
-    header: Vec<u8>,
-    found_size: u64,
+/// What a [`TarWalker`] reports while it walks a tar stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TarEvent<'a> {
+    /// A regular member starts (PAX and GNU long-name overrides applied).
+    MemberStart {
+        /// Member path.
+        name: &'a str,
+        /// Data length.
+        size: u64,
+        /// Offset of its first data byte in the tar.
+        data_offset: u64,
+    },
+    /// The next bytes of the current regular member.
+    Data(&'a [u8]),
+    /// The current regular member's data is complete (also right after the start of an
+    /// empty member).
+    MemberEnd,
 }
 
-#[derive(Debug)]
-enum ScanState {
+/// Where a walk stands after a chunk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WalkStatus {
+    /// Feed more bytes.
+    NeedMore,
+    /// The visitor asked to stop; the bytes after the stop were not consumed.
+    Stopped,
+    /// The end-of-archive block was read.
+    End,
+}
+
+/// Walks an uncompressed tar fed in order, in chunks of any size, reporting every regular
+/// member and its data to a visitor. Its state is positional: after a broken transfer the
+/// same walker can be fed the bytes from [`TarWalker::offset`] on.
+#[derive(Debug, Default)]
+pub struct TarWalker {
+    offset: u64,
+    state: WalkState,
+    pending: PendingMeta,
+    header: Vec<u8>,
+}
+
+#[derive(Debug, Default)]
+enum WalkState {
+    #[default]
     Header,
     Meta {
         kind: u8,
@@ -175,36 +208,15 @@ enum ScanState {
     },
     Member {
         remaining: u64,
+        pad: u64,
     },
-    Done,
     End,
 }
 
-/// Where a scan stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ScanStatus {
-    /// Feed more bytes.
-    NeedMore,
-    /// The member's data was passed completely; `size` bytes.
-    Found {
-        /// Member data length.
-        size: u64,
-    },
-    /// The tar ended without the member.
-    Missing,
-}
-
-impl TarScanner {
-    /// Look for member `want`.
-    pub fn new(want: &str) -> TarScanner {
-        TarScanner {
-            want: want.to_string(),
-            offset: 0,
-            state: ScanState::Header,
-            pending: PendingMeta::default(),
-            header: Vec::with_capacity(512),
-            found_size: 0,
-        }
+impl TarWalker {
+    /// A walker at byte 0.
+    pub fn new() -> TarWalker {
+        TarWalker::default()
     }
 
     /// Bytes consumed so far.
@@ -212,18 +224,24 @@ impl TarScanner {
         self.offset
     }
 
-    /// Consume a chunk. `on_data` gets the member's data; its error stops the scan.
-    /// `on_found` is told the member's size when its header is read.
+    /// Whether the walk is between two entries (a tar may end there without its
+    /// end-of-archive blocks).
+    pub fn at_entry_boundary(&self) -> bool {
+        matches!(self.state, WalkState::Header | WalkState::End) && self.header.is_empty()
+    }
+
+    /// Consume a chunk, reporting events to `visit`; an `Err` from the visitor stops the
+    /// walk and is handed back, `Ok(ControlFlow::Break(()))` stops it with
+    /// [`WalkStatus::Stopped`]. The inner `Err` says what is wrong with the tar.
     pub fn feed<E>(
         &mut self,
         mut chunk: &[u8],
-        on_found: &mut dyn FnMut(u64) -> Result<(), E>,
-        on_data: &mut dyn FnMut(&[u8]) -> Result<(), E>,
-    ) -> Result<Result<ScanStatus, String>, E> {
+        visit: &mut dyn FnMut(TarEvent<'_>) -> Result<ControlFlow<()>, E>,
+    ) -> Result<Result<WalkStatus, String>, E> {
         while !chunk.is_empty() {
             match &mut self.state {
-                ScanState::Done | ScanState::End => break,
-                ScanState::Header => {
+                WalkState::End => break,
+                WalkState::Header => {
                     let take = (512 - self.header.len()).min(chunk.len());
                     self.header.extend_from_slice(&chunk[..take]);
                     chunk = &chunk[take..];
@@ -239,9 +257,9 @@ impl TarScanner {
                         Err(e) => return Ok(Err(e)),
                     };
                     match step {
-                        HeaderStep::End => self.state = ScanState::End,
+                        HeaderStep::End => self.state = WalkState::End,
                         HeaderStep::Meta { kind, size, .. } => {
-                            self.state = ScanState::Meta {
+                            self.state = WalkState::Meta {
                                 kind,
                                 remaining: size,
                                 buf: Vec::new(),
@@ -249,28 +267,42 @@ impl TarScanner {
                             }
                         }
                         HeaderStep::Entry {
-                            kind, name, size, ..
+                            kind,
+                            name,
+                            data_offset,
+                            size,
                         } => {
                             let pending = std::mem::take(&mut self.pending);
                             let name = pending.path.unwrap_or(name);
                             let size = pending.size.unwrap_or(size);
-                            if is_regular(kind) && name == self.want {
-                                on_found(size)?;
-                                self.found_size = size;
-                                self.state = if size == 0 {
-                                    ScanState::Done
-                                } else {
-                                    ScanState::Member { remaining: size }
-                                };
-                            } else {
-                                self.state = ScanState::Skip {
+                            if !is_regular(kind) {
+                                self.state = WalkState::Skip {
                                     remaining: padded(size),
                                 };
+                                continue;
+                            }
+                            self.state = WalkState::Member {
+                                remaining: size,
+                                pad: padded(size) - size,
+                            };
+                            let start = TarEvent::MemberStart {
+                                name: &name,
+                                size,
+                                data_offset,
+                            };
+                            if visit(start)?.is_break() {
+                                return Ok(Ok(WalkStatus::Stopped));
+                            }
+                            if size == 0 {
+                                self.state = WalkState::Header;
+                                if visit(TarEvent::MemberEnd)?.is_break() {
+                                    return Ok(Ok(WalkStatus::Stopped));
+                                }
                             }
                         }
                     }
                 }
-                ScanState::Meta {
+                WalkState::Meta {
                     kind,
                     remaining,
                     buf,
@@ -292,38 +324,134 @@ impl TarScanner {
                         let kind = *kind;
                         let payload = std::mem::take(buf);
                         self.pending.apply(kind, &payload);
-                        self.state = ScanState::Header;
+                        self.state = WalkState::Header;
                     }
                 }
-                ScanState::Skip { remaining } => {
+                WalkState::Skip { remaining } => {
                     let take = (*remaining).min(chunk.len() as u64) as usize;
                     chunk = &chunk[take..];
                     *remaining -= take as u64;
                     self.offset += take as u64;
                     if *remaining == 0 {
-                        self.state = ScanState::Header;
+                        self.state = WalkState::Header;
                     }
                 }
-                ScanState::Member { remaining } => {
+                WalkState::Member { remaining, pad } => {
                     let take = (*remaining).min(chunk.len() as u64) as usize;
-                    if take > 0 {
-                        on_data(&chunk[..take])?;
-                    }
+                    let data = &chunk[..take];
                     chunk = &chunk[take..];
                     *remaining -= take as u64;
                     self.offset += take as u64;
-                    if *remaining == 0 {
-                        self.state = ScanState::Done;
+                    if *remaining > 0 {
+                        if visit(TarEvent::Data(data))?.is_break() {
+                            return Ok(Ok(WalkStatus::Stopped));
+                        }
+                        continue;
+                    }
+                    let pad = *pad;
+                    self.state = if pad == 0 {
+                        WalkState::Header
+                    } else {
+                        WalkState::Skip { remaining: pad }
+                    };
+                    if !data.is_empty() && visit(TarEvent::Data(data))?.is_break() {
+                        return Ok(Ok(WalkStatus::Stopped));
+                    }
+                    if visit(TarEvent::MemberEnd)?.is_break() {
+                        return Ok(Ok(WalkStatus::Stopped));
                     }
                 }
             }
         }
-        Ok(Ok(match &self.state {
-            ScanState::Done => ScanStatus::Found {
-                size: self.found_size,
-            },
-            ScanState::End => ScanStatus::Missing,
-            _ => ScanStatus::NeedMore,
+        Ok(Ok(match self.state {
+            WalkState::End => WalkStatus::End,
+            _ => WalkStatus::NeedMore,
+        }))
+    }
+}
+
+/// Streaming search for one member: feed the tar's bytes in order; the member's data is
+/// passed to a callback as it goes by. A [`TarWalker`] that watches for one name.
+#[derive(Debug)]
+pub struct TarScanner {
+    want: String,
+    walker: TarWalker,
+    in_member: bool,
+    found: Option<u64>,
+    done: bool,
+}
+
+/// Where a scan stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScanStatus {
+    /// Feed more bytes.
+    NeedMore,
+    /// The member's data was passed completely; `size` bytes.
+    Found {
+        /// Member data length.
+        size: u64,
+    },
+    /// The tar ended without the member.
+    Missing,
+}
+
+impl TarScanner {
+    /// Look for member `want`.
+    pub fn new(want: &str) -> TarScanner {
+        TarScanner {
+            want: want.to_string(),
+            walker: TarWalker::new(),
+            in_member: false,
+            found: None,
+            done: false,
+        }
+    }
+
+    /// Bytes consumed so far.
+    pub fn offset(&self) -> u64 {
+        self.walker.offset()
+    }
+
+    /// Consume a chunk. `on_data` gets the member's data; its error stops the scan.
+    /// `on_found` is told the member's size when its header is read.
+    pub fn feed<E>(
+        &mut self,
+        chunk: &[u8],
+        on_found: &mut dyn FnMut(u64) -> Result<(), E>,
+        on_data: &mut dyn FnMut(&[u8]) -> Result<(), E>,
+    ) -> Result<Result<ScanStatus, String>, E> {
+        if !self.done {
+            let (want, in_member, found, done) = (
+                &self.want,
+                &mut self.in_member,
+                &mut self.found,
+                &mut self.done,
+            );
+            let status = self.walker.feed(chunk, &mut |ev| {
+                match ev {
+                    TarEvent::MemberStart { name, size, .. } if name == want.as_str() => {
+                        on_found(size)?;
+                        *found = Some(size);
+                        *in_member = true;
+                    }
+                    TarEvent::Data(d) if *in_member => on_data(d)?,
+                    TarEvent::MemberEnd if *in_member => {
+                        *done = true;
+                        return Ok(ControlFlow::Break(()));
+                    }
+                    _ => {}
+                }
+                Ok(ControlFlow::Continue(()))
+            })?;
+            match status {
+                Err(e) => return Ok(Err(e)),
+                Ok(WalkStatus::End) => return Ok(Ok(ScanStatus::Missing)),
+                Ok(WalkStatus::NeedMore) => return Ok(Ok(ScanStatus::NeedMore)),
+                Ok(WalkStatus::Stopped) => {}
+            }
+        }
+        Ok(Ok(ScanStatus::Found {
+            size: self.found.unwrap_or(0),
         }))
     }
 }
@@ -441,6 +569,38 @@ mod tests {
                 "directories are not members"
             );
             assert_eq!(scan(&tar, "nope", chunk).0, ScanStatus::Missing);
+        }
+    }
+
+    #[test]
+    fn walker_reports_every_regular_member_at_any_chunking() {
+        let (tar, members) = sample();
+        for chunk in [1, 7, 511, 512, 513, 4096, tar.len()] {
+            let mut w = TarWalker::new();
+            let mut got: Vec<(String, Vec<u8>)> = Vec::new();
+            let mut ends = 0;
+            let mut status = WalkStatus::NeedMore;
+            for c in tar.chunks(chunk) {
+                status = w
+                    .feed::<()>(c, &mut |ev| {
+                        match ev {
+                            TarEvent::MemberStart { name, .. } => {
+                                got.push((name.to_string(), Vec::new()))
+                            }
+                            TarEvent::Data(d) => got.last_mut().unwrap().1.extend_from_slice(d),
+                            TarEvent::MemberEnd => ends += 1,
+                        }
+                        Ok(ControlFlow::Continue(()))
+                    })
+                    .unwrap()
+                    .unwrap();
+                if status == WalkStatus::End {
+                    break;
+                }
+            }
+            assert_eq!(status, WalkStatus::End, "chunk {chunk}");
+            assert_eq!(got, members, "chunk {chunk}");
+            assert_eq!(ends, members.len(), "chunk {chunk}");
         }
     }
 

@@ -8,6 +8,19 @@
 //! `X-Linked-Etag` (quoted SHA256), `X-Linked-Size`, `ETag` and a `Location` on the content
 //! host. The real `huggingface_hub` client downloads from it (see the fidelity test).
 //!
+//! The listing API, as `HfApi.dataset_info` and `HfApi.list_repo_tree` read it:
+//! `GET /api/datasets/{owner}/{name}/revision/{revision}` (or `/api/datasets/{owner}/{name}`
+//! for `main`) answers JSON with `id`, `sha` (the commit the revision resolves to) and
+//! `siblings` (`rfilename` per file);
+//! `GET /api/datasets/{owner}/{name}/tree/{revision}[/{path}][?recursive=true]` answers a JSON
+//! list of entries under `path` (`type` "file" or "directory", `path`, `size`, `oid`, and for
+//! files `lfs: {oid: <sha256>, size, pointerSize}`), sorted by path, at most
+//! [`HubServer::set_tree_page_size`] entries a page with the next page in a `Link` header
+//! (`rel="next"`, a `cursor` parameter) as the real Hub paginates. An unknown repository is a
+//! 404 with `X-Error-Code: RepoNotFound`, an unknown revision `RevisionNotFound`, a path with
+//! nothing under it `EntryNotFound`. The `oid` values are stand-ins (40 hex derived from the
+//! content's SHA256), not git object ids.
+//!
 //! Signed content URLs ([`HubFaults::signed_url_uses`]): like the real Hub's, whose
 //! `Location` is a signed URL that expires, each resolve then mints a fresh signature
 //! (`&sig=N` in the `Location`'s query), and the content host answers 403 (`Request has
@@ -110,7 +123,12 @@ struct HubState {
     resolves: u32,
     /// Signature -> content requests it has served.
     signatures: HashMap<u64, u32>,
+    /// Tree entries per page (0: the real Hub's 1,000).
+    tree_page_size: usize,
 }
+
+/// Entries a tree page holds by default, as on the real Hub.
+pub const TREE_PAGE_SIZE: usize = 1000;
 
 /// The running Hub and content host. Dropping it stops both.
 #[derive(Debug)]
@@ -124,6 +142,12 @@ pub struct HubServer {
 impl HubServer {
     /// Start both listeners on 127.0.0.1 with ephemeral ports.
     pub fn start() -> Result<HubServer, TestkitError> {
+        HubServer::start_on(0)
+    }
+
+    /// Start the Hub on this loopback port (0: ephemeral) and the content host on an
+    /// ephemeral one.
+    pub fn start_on(hub_port: u16) -> Result<HubServer, TestkitError> {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -134,7 +158,7 @@ impl HubServer {
         let (hub_l, content_l) = rt
             .block_on(async {
                 Ok::<_, std::io::Error>((
-                    TcpListener::bind("127.0.0.1:0").await?,
+                    TcpListener::bind(("127.0.0.1", hub_port)).await?,
                     TcpListener::bind("127.0.0.1:0").await?,
                 ))
             })
@@ -206,6 +230,12 @@ impl HubServer {
             .insert((repo.to_string(), name.to_string()), commit.to_string());
     }
 
+    /// Answer tree listings in pages of `n` entries (the real Hub's page is
+    /// [`TREE_PAGE_SIZE`]).
+    pub fn set_tree_page_size(&self, n: usize) {
+        self.state.lock().expect("hub state").tree_page_size = n;
+    }
+
     /// Replace the fault switches.
     pub fn set_faults(&self, faults: HubFaults) {
         self.state.lock().expect("hub state").faults = faults;
@@ -246,6 +276,200 @@ fn log(state: &Mutex<HubState>, role: HubRole, head: &RequestHead, status: u16) 
     });
 }
 
+/// Response headers of a Hub answer.
+type Headers = Vec<(&'static str, String)>;
+/// Status, headers and a fixed body.
+type FixedAnswer = (u16, Headers, &'static [u8]);
+/// Status, headers and a body (the listing API's JSON).
+type ApiAnswer = (u16, Headers, Vec<u8>);
+
+/// The token check and the 429 fault, shared by every Hub route.
+fn gate(s: &mut HubState, head: &RequestHead) -> Option<FixedAnswer> {
+    if let Some(tok) = &s.faults.require_token
+        && head.header("authorization") != Some(format!("Bearer {tok}").as_str())
+    {
+        return Some((
+            401,
+            vec![(
+                "X-Error-Message",
+                "Invalid credentials in Authorization header".into(),
+            )],
+            b"unauthorized",
+        ));
+    }
+    if s.faults.too_many_requests > 0 {
+        s.faults.too_many_requests -= 1;
+        return Some((429, vec![("Retry-After", "0".into())], b"slow down"));
+    }
+    None
+}
+
+impl HubState {
+    /// The commit `revision` (a branch or a commit) of `repo` names.
+    fn commit_of(&self, repo: &str, revision: &str) -> Option<String> {
+        if let Some(c) = self.branches.get(&(repo.to_string(), revision.to_string())) {
+            return Some(c.clone());
+        }
+        self.files
+            .keys()
+            .any(|(r, c, _)| r == repo && c == revision)
+            .then(|| revision.to_string())
+    }
+
+    fn knows_repo(&self, repo: &str) -> bool {
+        self.files.keys().any(|(r, _, _)| r == repo) || self.branches.keys().any(|(r, _)| r == repo)
+    }
+}
+
+/// 40 hex standing in for a git object id.
+fn stand_in_oid(seed: &str) -> String {
+    sha256_hex(format!("oid:{seed}").as_bytes())[..40].to_string()
+}
+
+/// A JSON answer of the listing API.
+fn api_json(code: u16, mut headers: Headers, body: &serde_json::Value) -> ApiAnswer {
+    headers.push(("Content-Type", "application/json".into()));
+    (code, headers, body.to_string().into_bytes())
+}
+
+fn api_error(code: &str, message: &str) -> ApiAnswer {
+    api_json(
+        404,
+        vec![
+            ("X-Error-Code", code.to_string()),
+            ("X-Error-Message", message.to_string()),
+        ],
+        &serde_json::json!({ "error": message }),
+    )
+}
+
+/// Answer `/api/datasets/{owner}/{name}/revision/{rev}` and `.../tree/{rev}[/{path}]`
+/// (`rest` is the path after `/api/datasets/`).
+fn serve_api(head: &RequestHead, rest: &str, state: &Mutex<HubState>) -> ApiAnswer {
+    let mut s = state.lock().expect("hub state");
+    if let Some((code, headers, body)) = gate(&mut s, head) {
+        return (code, headers, body.to_vec());
+    }
+    let mut parts: Vec<&str> = rest.splitn(5, '/').collect();
+    if parts.len() == 2 {
+        // `/api/datasets/{owner}/{name}`: the main branch.
+        parts.extend(["revision", "main"]);
+    }
+    if parts.len() < 4 || !matches!(parts[2], "revision" | "tree") {
+        return api_error("EntryNotFound", "unknown API route");
+    }
+    let repo = format!("{}/{}", parts[0], parts[1]);
+    let revision = percent_decode(parts[3]);
+    if !s.knows_repo(&repo) {
+        return api_error("RepoNotFound", "Repository not found");
+    }
+    let Some(commit) = s.commit_of(&repo, &revision) else {
+        return api_error("RevisionNotFound", "Invalid rev id");
+    };
+    let mut files: Vec<(String, HubFile)> = s
+        .files
+        .iter()
+        .filter(|((r, c, _), _)| *r == repo && *c == commit)
+        .map(|((_, _, p), f)| (p.clone(), f.clone()))
+        .collect();
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    if parts[2] == "revision" {
+        let siblings: Vec<serde_json::Value> = files
+            .iter()
+            .map(|(p, _)| serde_json::json!({ "rfilename": p }))
+            .collect();
+        let body = serde_json::json!({
+            "_id": &stand_in_oid(&repo)[..24],
+            "id": repo,
+            "author": parts[0],
+            "sha": commit,
+            "private": false,
+            "gated": false,
+            "disabled": false,
+            "tags": [],
+            "siblings": siblings,
+        });
+        return api_json(200, vec![], &body);
+    }
+    let under = percent_decode(parts.get(4).copied().unwrap_or(""))
+        .trim_matches('/')
+        .to_string();
+    let recursive = query_param(&head.target, "recursive")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1");
+    let prefix = if under.is_empty() {
+        String::new()
+    } else {
+        format!("{under}/")
+    };
+    let mut entries: std::collections::BTreeMap<String, serde_json::Value> = Default::default();
+    for (p, f) in &files {
+        let Some(rel) = p.strip_prefix(&prefix) else {
+            continue;
+        };
+        let segments: Vec<&str> = rel.split('/').collect();
+        // Directories between `under` and the file.
+        let depth = if recursive {
+            segments.len() - 1
+        } else {
+            segments.len().min(2) - 1
+        };
+        for d in 0..depth {
+            let dir = format!("{prefix}{}", segments[..=d].join("/"));
+            entries.entry(dir.clone()).or_insert_with(|| {
+                serde_json::json!({
+                    "type": "directory",
+                    "oid": stand_in_oid(&format!("{commit}:{dir}")),
+                    "size": 0,
+                    "path": dir,
+                })
+            });
+        }
+        if recursive || segments.len() == 1 {
+            entries.insert(
+                p.clone(),
+                serde_json::json!({
+                    "type": "file",
+                    "oid": stand_in_oid(&f.sha256),
+                    "size": f.size,
+                    "lfs": { "oid": f.sha256, "size": f.size, "pointerSize": 134 },
+                    "path": p,
+                }),
+            );
+        }
+    }
+    if entries.is_empty() && !under.is_empty() {
+        return api_error(
+            "EntryNotFound",
+            &format!("{under} does not exist on {commit}"),
+        );
+    }
+    let page_size = match s.tree_page_size {
+        0 => TREE_PAGE_SIZE,
+        n => n,
+    };
+    let cursor: usize = query_param(&head.target, "cursor")
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let all: Vec<serde_json::Value> = entries.into_values().collect();
+    let page: Vec<serde_json::Value> = all.iter().skip(cursor).take(page_size).cloned().collect();
+    let mut headers = vec![];
+    if cursor + page_size < all.len() {
+        let host = head.header("host").unwrap_or("127.0.0.1");
+        let (path, query) = head.target.split_once('?').unwrap_or((&head.target, ""));
+        let mut kept: Vec<&str> = query
+            .split('&')
+            .filter(|kv| !kv.is_empty() && !kv.starts_with("cursor="))
+            .collect();
+        let next = format!("cursor={}", cursor + page_size);
+        kept.push(&next);
+        headers.push((
+            "Link",
+            format!("<http://{host}{path}?{}>; rel=\"next\"", kept.join("&")),
+        ));
+    }
+    api_json(200, headers, &serde_json::Value::Array(page))
+}
+
 async fn serve_connection(
     sock: TcpStream,
     role: HubRole,
@@ -277,6 +501,12 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
     let head_only = head.method == "HEAD";
     let json = |m: &str| ("Content-Type", m.to_string());
     let path = head.path().to_string();
+    if let Some(rest) = path.strip_prefix("/api/datasets/") {
+        let (code, headers, body) = serve_api(head, rest, state);
+        log(state, HubRole::Hub, head, code);
+        write_simple(w, code, headers, &body, head_only).await?;
+        return Ok(true);
+    }
     let parts: Vec<&str> = path.trim_start_matches('/').splitn(6, '/').collect();
     // datasets / owner / name / resolve / revision / file path
     if parts.len() < 6 || parts[0] != "datasets" || parts[3] != "resolve" {
@@ -300,29 +530,10 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
     }
     let answer = {
         let mut s = state.lock().expect("hub state");
-        if let Some(tok) = &s.faults.require_token
-            && head.header("authorization") != Some(format!("Bearer {tok}").as_str())
-        {
-            Answer::Status(
-                401,
-                vec![(
-                    "X-Error-Message",
-                    "Invalid credentials in Authorization header".into(),
-                )],
-                b"unauthorized",
-            )
-        } else if s.faults.too_many_requests > 0 {
-            s.faults.too_many_requests -= 1;
-            Answer::Status(429, vec![("Retry-After", "0".into())], b"slow down")
+        if let Some((code, headers, body)) = gate(&mut s, head) {
+            Answer::Status(code, headers, body)
         } else {
-            let commit = if let Some(c) = s.branches.get(&(repo.clone(), revision.clone())) {
-                Some(c.clone())
-            } else if s.files.keys().any(|(r, c, _)| *r == repo && *c == revision) {
-                Some(revision.clone())
-            } else {
-                None
-            };
-            match commit {
+            match s.commit_of(&repo, &revision) {
                 None => Answer::Status(
                     404,
                     vec![("X-Error-Code", "RevisionNotFound".into())],

@@ -7,11 +7,19 @@ use std::process::{Command, Output};
 /// Build a workspace binary (cargo builds them only for their own package's tests) and
 /// return its path beside this test's deps directory.
 pub fn bin(name: &str) -> PathBuf {
+    bin_of(name, name)
+}
+
+/// [`bin`] for binary `name` of package `package`.
+pub fn bin_of(package: &str, name: &str) -> PathBuf {
     let status = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", name, "--bin", name])
+        .args(["build", "-q", "-p", package, "--bin", name])
         .status()
         .unwrap();
-    assert!(status.success(), "cargo build -p {name} failed");
+    assert!(
+        status.success(),
+        "cargo build -p {package} --bin {name} failed"
+    );
     let mut p = std::env::current_exe().unwrap();
     p.pop();
     if p.ends_with("deps") {

@@ -1,0 +1,797 @@
+//! Pinning real sources into a manifest (`pipeline pin`): list the objects under a GCS prefix
+//! with their current generations and the archives inside every raw shard of a Hub dataset at
+//! a revision resolved to its commit, stream every archive once to record its SHA256 and byte
+//! count, match each to a workload, and check that an archive found in both places has the
+//! same bytes in both.
+//!
+//! An archive is known by its file name: the base name of a GCS object, the base name of a
+//! shard member. Its `archive_id` is that name without its archive suffix
+//! ([`ARCHIVE_SUFFIXES`]). Workloads are matched by [`WorkloadRule`]s (`GLOB=NAME`, globs on
+//! the file name, first match wins); without any, each workload's name followed by anything
+//! (`tmax*=tmax`, `deepswe*=deepswe`).
+//!
+//! Nothing is written here: [`pin`] returns a [`PinReport`] (rows of the manifest and the
+//! pinning report), or a [`PinError`] naming every refused archive.
+
+mod gcs;
+mod hub;
+
+use crate::error::FetchError;
+use crate::options::{EnvOverrides, HfToken};
+use crate::source::gcs::GcsCredentials;
+use model::WorkloadId;
+use model::manifest::{ManifestRow, write_manifest_csv};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Archive suffixes stripped from a file name to make its `archive_id`, longest first.
+pub const ARCHIVE_SUFFIXES: [&str; 8] = [
+    ".tar.zstd",
+    ".tar.zst",
+    ".tar.gz",
+    ".tzst",
+    ".tgz",
+    ".zst",
+    ".gz",
+    ".tar",
+];
+
+/// `gs://BUCKET[/PREFIX]`: every object under `PREFIX/` (the whole bucket without one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GcsPrefix {
+    /// Bucket.
+    pub bucket: String,
+    /// Object-name prefix, a "directory" (no leading or trailing `/`); empty for all.
+    pub prefix: String,
+}
+
+impl FromStr for GcsPrefix {
+    type Err = PinError;
+    fn from_str(s: &str) -> Result<GcsPrefix, PinError> {
+        let usage =
+            |why: &str| PinError::Usage(format!("--gcs `{s}`: {why}, expected gs://BUCKET/PREFIX"));
+        let rest = s
+            .strip_prefix("gs://")
+            .ok_or_else(|| usage("not a gs:// URL"))?;
+        let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+        if bucket.is_empty() {
+            return Err(usage("no bucket"));
+        }
+        Ok(GcsPrefix {
+            bucket: bucket.to_string(),
+            prefix: prefix.trim_matches('/').to_string(),
+        })
+    }
+}
+
+impl fmt::Display for GcsPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "gs://{}/{}", self.bucket, self.prefix)
+    }
+}
+
+/// `REPO[@REVISION][:PATH]`: the `.tar` shards under `PATH` (all of them without one) of
+/// dataset `REPO` at `REVISION` (default `main`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HubTarget {
+    /// Dataset repository, `owner/name`.
+    pub repo: String,
+    /// Branch, tag or commit asked for.
+    pub revision: String,
+    /// Folder of the shards in the repository; empty for the whole repository.
+    pub path: String,
+}
+
+/// The revision pinned when `--hf` names none.
+pub const DEFAULT_REVISION: &str = "main";
+
+impl FromStr for HubTarget {
+    type Err = PinError;
+    fn from_str(s: &str) -> Result<HubTarget, PinError> {
+        let usage = |why: &str| {
+            PinError::Usage(format!(
+                "--hf `{s}`: {why}, expected REPO[@REVISION][:PATH]"
+            ))
+        };
+        let (repo_rev, path) = s.split_once(':').unwrap_or((s, ""));
+        let (repo, revision) = repo_rev
+            .split_once('@')
+            .unwrap_or((repo_rev, DEFAULT_REVISION));
+        let valid_name = |n: &str| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        };
+        match repo.split_once('/') {
+            Some((owner, name)) if valid_name(owner) && valid_name(name) => {}
+            _ => return Err(usage("the repository must be owner/name")),
+        }
+        if revision.is_empty() {
+            return Err(usage("empty revision"));
+        }
+        Ok(HubTarget {
+            repo: repo.to_string(),
+            revision: revision.to_string(),
+            path: path.trim_matches('/').to_string(),
+        })
+    }
+}
+
+impl fmt::Display for HubTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "hf://datasets/{}@{}/{}",
+            self.repo, self.revision, self.path
+        )
+    }
+}
+
+/// `GLOB=NAME`: an archive whose file name matches the glob belongs to workload `NAME`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadRule {
+    /// The glob (`*`, `?`, `[...]`), matched against the whole file name.
+    pub pattern: glob::Pattern,
+    /// The workload.
+    pub workload: WorkloadId,
+}
+
+impl FromStr for WorkloadRule {
+    type Err = PinError;
+    fn from_str(s: &str) -> Result<WorkloadRule, PinError> {
+        let usage = |why: String| PinError::Usage(format!("--workload `{s}`: {why}"));
+        let (glob_text, name) = s
+            .rsplit_once('=')
+            .ok_or_else(|| usage("expected GLOB=NAME".into()))?;
+        let workload = WorkloadId::parse(name.trim()).ok_or_else(|| {
+            usage(format!(
+                "unknown workload `{name}`, expected one of {}",
+                workload_names()
+            ))
+        })?;
+        let pattern = glob::Pattern::new(glob_text).map_err(|e| usage(format!("bad glob: {e}")))?;
+        Ok(WorkloadRule { pattern, workload })
+    }
+}
+
+impl fmt::Display for WorkloadRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.pattern.as_str(), self.workload)
+    }
+}
+
+fn workload_names() -> String {
+    WorkloadId::ALL.map(|w| w.as_str()).join(", ")
+}
+
+impl WorkloadRule {
+    /// The rules used when none is given: each workload's name followed by anything.
+    pub fn defaults() -> Vec<WorkloadRule> {
+        WorkloadId::ALL
+            .iter()
+            .map(|w| WorkloadRule {
+                pattern: glob::Pattern::new(&format!("{}*", w.as_str())).expect("valid glob"),
+                workload: *w,
+            })
+            .collect()
+    }
+
+    /// The workload of the first rule matching `file_name`.
+    pub fn first_match(rules: &[WorkloadRule], file_name: &str) -> Option<WorkloadId> {
+        rules
+            .iter()
+            .find(|r| r.pattern.matches(file_name))
+            .map(|r| r.workload)
+    }
+}
+
+/// The `archive_id` of a file name: the name without its archive suffix, if it is a valid
+/// id (letters, digits, `.`, `_`, `-`) and not empty.
+pub fn archive_id_of(file_name: &str) -> Option<String> {
+    let lower = file_name.to_ascii_lowercase();
+    let stem = ARCHIVE_SUFFIXES
+        .iter()
+        .find(|s| lower.ends_with(*s))
+        .map(|s| &file_name[..file_name.len() - s.len()])
+        .unwrap_or(file_name);
+    let valid = !stem.is_empty()
+        && stem
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    valid.then(|| stem.to_string())
+}
+
+/// The last path segment.
+pub fn base_name(path: &str) -> &str {
+    path.rsplit('/').next().unwrap_or(path)
+}
+
+/// What to pin.
+#[derive(Debug, Clone)]
+pub struct PinRequest {
+    /// Objects under a GCS prefix.
+    pub gcs: Option<GcsPrefix>,
+    /// Raw shards of a Hub dataset.
+    pub hf: Option<HubTarget>,
+    /// Workload rules; empty means [`WorkloadRule::defaults`].
+    pub rules: Vec<WorkloadRule>,
+}
+
+/// How to reach the sources, and the retry budget.
+#[derive(Debug, Clone)]
+pub struct PinSettings {
+    /// GCS emulator base URL (`STORAGE_EMULATOR_HOST`); `None` for the real service.
+    pub gcs_endpoint: Option<String>,
+    /// Credentials for the real GCS.
+    pub gcs_credentials: GcsCredentials,
+    /// Hub base URL (`HF_ENDPOINT`, default the real Hub).
+    pub hf_endpoint: String,
+    /// `HF_TOKEN`.
+    pub hf_token: Option<HfToken>,
+    /// Retries of a transient fault (connection refused or reset, timeout, 5xx, 429) per
+    /// request, and resumes of a broken transfer.
+    pub retries: u32,
+    /// Bound on connecting, and on each wait for the next bytes of an answer.
+    pub timeout: Duration,
+    /// First pause before a retry; doubles per retry (capped at 8 s).
+    pub initial_backoff: Duration,
+    /// Archives (GCS objects, Hub shards) read at once.
+    pub parallel: usize,
+}
+
+impl PinSettings {
+    /// Endpoints and credentials from the environment, with default limits: 3 retries,
+    /// 30 s timeout, 200 ms first backoff, 4 at once.
+    pub fn from_env(env: &EnvOverrides) -> PinSettings {
+        PinSettings {
+            gcs_endpoint: model::config::gcs_endpoint(None, env.storage_emulator_host.as_deref()),
+            gcs_credentials: env.gcs_credentials(),
+            hf_endpoint: model::config::hf_endpoint(None, env.hf_endpoint.as_deref()),
+            hf_token: env.hf_token.clone(),
+            retries: 3,
+            timeout: Duration::from_secs(30),
+            initial_backoff: Duration::from_millis(200),
+            parallel: 4,
+        }
+    }
+}
+
+/// One archive as read from GCS.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GcsFound {
+    /// Bucket.
+    pub bucket: String,
+    /// Object name.
+    pub object: String,
+    /// The generation whose bytes were read (the object's live generation).
+    pub generation: i64,
+    /// SHA256 of the bytes read, hex.
+    pub sha256: String,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+impl GcsFound {
+    /// `gs://bucket/object#generation`.
+    pub fn uri(&self) -> String {
+        format!("gs://{}/{}#{}", self.bucket, self.object, self.generation)
+    }
+}
+
+/// One archive as read from a raw shard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HfFound {
+    /// Shard path in the repository.
+    pub shard: String,
+    /// Member name in the shard.
+    pub member: String,
+    /// SHA256 of the member's bytes, hex.
+    pub sha256: String,
+    /// Member size.
+    pub bytes: u64,
+}
+
+/// One raw shard read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShardPin {
+    /// Path in the repository.
+    pub path: String,
+    /// Size.
+    pub bytes: u64,
+    /// Regular members it holds.
+    pub members: usize,
+}
+
+/// The Hub side of a pin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HubPin {
+    /// Endpoint asked.
+    pub endpoint: String,
+    /// Dataset repository.
+    pub repo: String,
+    /// Revision asked for.
+    pub revision: String,
+    /// The 40-hex commit it resolved to (recorded as `hf_revision`).
+    pub commit: String,
+    /// Folder listed.
+    pub path: String,
+    /// Shards read, by path.
+    pub shards: Vec<ShardPin>,
+}
+
+/// The GCS side of a pin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GcsPin {
+    /// Emulator endpoint, or `null` for the real service.
+    pub endpoint: Option<String>,
+    /// Bucket.
+    pub bucket: String,
+    /// Prefix listed.
+    pub prefix: String,
+    /// Objects read.
+    pub objects: usize,
+}
+
+/// One pinned archive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PinnedArchive {
+    /// Archive id (the file name without its archive suffix).
+    pub archive_id: String,
+    /// Workload.
+    pub workload: WorkloadId,
+    /// File name (GCS object base name, shard member base name).
+    pub file_name: String,
+    /// SHA256, hex.
+    pub sha256: String,
+    /// Byte count.
+    pub bytes: u64,
+    /// Where GCS holds it.
+    pub gcs: Option<GcsFound>,
+    /// Where the Hub holds it.
+    pub hf: Option<HfFound>,
+}
+
+/// The result of a pin: every archive and where it was found. No times: the same sources
+/// give the same report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PinReport {
+    /// The GCS side.
+    pub gcs: Option<GcsPin>,
+    /// The Hub side.
+    pub hf: Option<HubPin>,
+    /// The workload rules applied, in order.
+    pub rules: Vec<String>,
+    /// Archives by archive id.
+    pub archives: Vec<PinnedArchive>,
+}
+
+impl PinReport {
+    /// The manifest rows, by archive id.
+    pub fn manifest_rows(&self) -> Vec<ManifestRow> {
+        let commit = self.hf.as_ref().map(|h| h.commit.clone());
+        let repo = self.hf.as_ref().map(|h| h.repo.clone());
+        self.archives
+            .iter()
+            .map(|a| ManifestRow {
+                archive_id: a.archive_id.clone(),
+                workload: a.workload.as_str().to_string(),
+                sha256: a.sha256.clone(),
+                bytes: a.bytes,
+                gcs_bucket: a.gcs.as_ref().map(|g| g.bucket.clone()),
+                gcs_object: a.gcs.as_ref().map(|g| g.object.clone()),
+                gcs_generation: a.gcs.as_ref().map(|g| g.generation),
+                hf_repo: a.hf.as_ref().and(repo.clone()),
+                hf_revision: a.hf.as_ref().and(commit.clone()),
+                hf_shard: a.hf.as_ref().map(|h| h.shard.clone()),
+                hf_member: a.hf.as_ref().map(|h| h.member.clone()),
+                file_path: None,
+            })
+            .collect()
+    }
+
+    /// The manifest CSV.
+    pub fn manifest_csv(&self) -> String {
+        write_manifest_csv(&self.manifest_rows())
+    }
+
+    /// The pinning report as pretty JSON (with a final newline).
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("serializable") + "\n"
+    }
+
+    /// One line per archive: id, workload, where found with the pin, bytes, sha256.
+    pub fn archive_lines(&self) -> Vec<String> {
+        self.archives
+            .iter()
+            .map(|a| {
+                let mut places = Vec::new();
+                if let Some(g) = &a.gcs {
+                    places.push(format!("gcs generation {}", g.generation));
+                }
+                if let Some(h) = &a.hf {
+                    places.push(format!("hf {}#{}", h.shard, h.member));
+                }
+                format!(
+                    "{} ({}): {}; {} bytes, sha256 {}",
+                    a.archive_id,
+                    a.workload,
+                    places.join(" + "),
+                    a.bytes,
+                    a.sha256
+                )
+            })
+            .collect()
+    }
+}
+
+/// Why an archive cannot be pinned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// No workload rule matches the file name.
+    NoWorkload {
+        /// File name.
+        name: String,
+        /// Where it was found.
+        at: String,
+    },
+    /// GCS and the Hub hold different bytes under the same file name.
+    BytesDiffer {
+        /// File name.
+        name: String,
+        /// The GCS side.
+        gcs: GcsFound,
+        /// The Hub side's URI.
+        hf_uri: String,
+        /// The Hub side.
+        hf: HfFound,
+    },
+    /// The file name gives no valid archive id.
+    BadName {
+        /// File name.
+        name: String,
+        /// Where it was found.
+        at: String,
+    },
+    /// One source holds two files of that name, or two names give the same archive id.
+    Duplicate {
+        /// File name or archive id.
+        name: String,
+        /// The first place.
+        first: String,
+        /// The second place.
+        second: String,
+    },
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refusal::NoWorkload { name, at } => write!(
+                f,
+                "archive `{name}` ({at}) matches no workload; give --workload GLOB=NAME"
+            ),
+            Refusal::BytesDiffer {
+                name,
+                gcs,
+                hf_uri,
+                hf,
+            } => write!(
+                f,
+                "archive `{name}` differs between GCS and the Hub: {} has sha256 {} ({} bytes), {hf_uri} has sha256 {} ({} bytes)",
+                gcs.uri(),
+                gcs.sha256,
+                gcs.bytes,
+                hf.sha256,
+                hf.bytes
+            ),
+            Refusal::BadName { name, at } => write!(
+                f,
+                "archive `{name}` ({at}): its name without the archive suffix is not a valid archive id (letters, digits, '.', '_', '-')"
+            ),
+            Refusal::Duplicate {
+                name,
+                first,
+                second,
+            } => write!(f, "archive `{name}` is found twice: {first} and {second}"),
+        }
+    }
+}
+
+/// Why a pin failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PinError {
+    /// Bad arguments.
+    #[error("{0}")]
+    Usage(String),
+    /// Some archives were refused; nothing is pinned.
+    #[error("{}", refusal_summary(.0))]
+    Refused(Vec<Refusal>),
+    /// The Hub has no such dataset (`RepoNotFound`).
+    #[error(
+        "{endpoint}: the Hub has no dataset `{repo}` (RepoNotFound; a private dataset needs HF_TOKEN)"
+    )]
+    RepoNotFound {
+        /// Hub endpoint.
+        endpoint: String,
+        /// Repository.
+        repo: String,
+    },
+    /// The dataset has no such revision (`RevisionNotFound`).
+    #[error("{endpoint}: dataset `{repo}` has no revision `{revision}` (RevisionNotFound)")]
+    RevisionNotFound {
+        /// Hub endpoint.
+        endpoint: String,
+        /// Repository.
+        repo: String,
+        /// Revision asked for.
+        revision: String,
+    },
+    /// An endpoint did not answer (refused, reset or silent) within the retry budget.
+    #[error(
+        "{endpoint}: no answer from {service} after {attempts} attempt(s): {detail}; check the endpoint and the network"
+    )]
+    Unreachable {
+        /// The endpoint.
+        endpoint: String,
+        /// `the Hub` or `GCS`.
+        service: &'static str,
+        /// Requests made.
+        attempts: u32,
+        /// The last transport error.
+        detail: String,
+    },
+    /// A request to the Hub or its content host failed (after retries where transient).
+    #[error("{0}")]
+    Hub(FetchError),
+    /// A GCS request failed (after retries where transient).
+    #[error("{uri}: {detail}")]
+    Gcs {
+        /// What was asked.
+        uri: String,
+        /// What went wrong.
+        detail: String,
+    },
+    /// The sources hold no archive.
+    #[error("no archive found under {0}")]
+    Empty(String),
+    /// The async runtime could not be started.
+    #[error("starting the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+}
+
+impl PinError {
+    /// Whether the arguments were at fault (exit code 2) rather than the sources (1).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, PinError::Usage(_))
+    }
+}
+
+fn refusal_summary(refusals: &[Refusal]) -> String {
+    let mut s = format!("{} archive(s) refused, nothing pinned:", refusals.len());
+    for r in refusals {
+        s.push_str("\n  ");
+        s.push_str(&r.to_string());
+    }
+    s
+}
+
+/// Pin the sources (own tokio runtime).
+pub fn pin(request: &PinRequest, settings: &PinSettings) -> Result<PinReport, PinError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(PinError::Runtime)?
+        .block_on(pin_async(request, settings))
+}
+
+/// Pin the sources.
+pub async fn pin_async(
+    request: &PinRequest,
+    settings: &PinSettings,
+) -> Result<PinReport, PinError> {
+    if request.gcs.is_none() && request.hf.is_none() {
+        return Err(PinError::Usage(
+            "nothing to pin: give --gcs gs://BUCKET/PREFIX and/or --hf REPO[@REVISION][:PATH]"
+                .into(),
+        ));
+    }
+    let rules = if request.rules.is_empty() {
+        WorkloadRule::defaults()
+    } else {
+        request.rules.clone()
+    };
+    let gcs_side = async {
+        match &request.gcs {
+            Some(p) => gcs::pin_prefix(p, settings, &rules).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let hf_side = async {
+        match &request.hf {
+            Some(t) => hub::pin_dataset(t, settings).await.map(Some),
+            None => Ok(None),
+        }
+    };
+    let (gcs_found, hf_found) = futures::try_join!(gcs_side, hf_side)?;
+    let mut refusals = Vec::new();
+    // File name -> (GCS side, Hub side).
+    let mut by_name: BTreeMap<String, (Option<GcsFound>, Option<HfFound>)> = BTreeMap::new();
+    let hub_uri = |h: &HfFound| match &hf_found {
+        Some((pin, _)) => format!(
+            "hf://datasets/{}@{}/{}#{}",
+            pin.repo, pin.commit, h.shard, h.member
+        ),
+        None => String::new(),
+    };
+    if let Some((_, objects)) = &gcs_found {
+        for g in objects {
+            let name = base_name(&g.object).to_string();
+            let slot = by_name.entry(name).or_default();
+            match &slot.0 {
+                Some(first) => refusals.push(Refusal::Duplicate {
+                    name: base_name(&g.object).to_string(),
+                    first: first.uri(),
+                    second: g.uri(),
+                }),
+                None => slot.0 = Some(g.clone()),
+            }
+        }
+    }
+    if let Some((_, members)) = &hf_found {
+        for h in members {
+            let name = base_name(&h.member).to_string();
+            let slot = by_name.entry(name).or_default();
+            match &slot.1 {
+                Some(first) => refusals.push(Refusal::Duplicate {
+                    name: base_name(&h.member).to_string(),
+                    first: hub_uri(first),
+                    second: hub_uri(h),
+                }),
+                None => slot.1 = Some(h.clone()),
+            }
+        }
+    }
+    let mut archives: BTreeMap<String, PinnedArchive> = BTreeMap::new();
+    for (name, (g, h)) in by_name {
+        let at = match (&g, &h) {
+            (Some(g), _) => g.uri(),
+            (None, Some(h)) => hub_uri(h),
+            (None, None) => continue,
+        };
+        let Some(archive_id) = archive_id_of(&name) else {
+            refusals.push(Refusal::BadName { name, at });
+            continue;
+        };
+        let Some(workload) = WorkloadRule::first_match(&rules, &name) else {
+            refusals.push(Refusal::NoWorkload { name, at });
+            continue;
+        };
+        if let (Some(g), Some(h)) = (&g, &h)
+            && (g.sha256 != h.sha256 || g.bytes != h.bytes)
+        {
+            refusals.push(Refusal::BytesDiffer {
+                name: name.clone(),
+                gcs: g.clone(),
+                hf_uri: hub_uri(h),
+                hf: h.clone(),
+            });
+            continue;
+        }
+        let (sha256, bytes) = match (&g, &h) {
+            (Some(g), _) => (g.sha256.clone(), g.bytes),
+            (None, Some(h)) => (h.sha256.clone(), h.bytes),
+            (None, None) => continue,
+        };
+        if let Some(first) = archives.get(&archive_id) {
+            refusals.push(Refusal::Duplicate {
+                name: archive_id,
+                first: first.file_name.clone(),
+                second: name,
+            });
+            continue;
+        }
+        archives.insert(
+            archive_id.clone(),
+            PinnedArchive {
+                archive_id,
+                workload,
+                file_name: name,
+                sha256,
+                bytes,
+                gcs: g,
+                hf: h,
+            },
+        );
+    }
+    if !refusals.is_empty() {
+        return Err(PinError::Refused(refusals));
+    }
+    if archives.is_empty() {
+        let mut places = Vec::new();
+        if let Some(p) = &request.gcs {
+            places.push(p.to_string());
+        }
+        if let Some(t) = &request.hf {
+            places.push(t.to_string());
+        }
+        return Err(PinError::Empty(places.join(" and ")));
+    }
+    Ok(PinReport {
+        gcs: gcs_found.map(|(pin, _)| pin),
+        hf: hf_found.map(|(pin, _)| pin),
+        rules: rules.iter().map(|r| r.to_string()).collect(),
+        archives: archives.into_values().collect(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_parse_and_refuse() {
+        let g: GcsPrefix = "gs://bucket/some/prefix/".parse().unwrap();
+        assert_eq!(
+            (g.bucket.as_str(), g.prefix.as_str()),
+            ("bucket", "some/prefix")
+        );
+        let g: GcsPrefix = "gs://bucket".parse().unwrap();
+        assert_eq!(g.prefix, "");
+        assert!("s3://bucket/x".parse::<GcsPrefix>().is_err());
+        let h: HubTarget = "org/data@v1.0:raw/shards".parse().unwrap();
+        assert_eq!(
+            (h.repo.as_str(), h.revision.as_str(), h.path.as_str()),
+            ("org/data", "v1.0", "raw/shards")
+        );
+        let h: HubTarget = "org/data".parse().unwrap();
+        assert_eq!((h.revision.as_str(), h.path.as_str()), ("main", ""));
+        assert!("data".parse::<HubTarget>().is_err());
+        assert!("org/data@".parse::<HubTarget>().is_err());
+        let r: WorkloadRule = "run-7-*.tar.zst=deepswe".parse().unwrap();
+        assert_eq!(r.workload, WorkloadId::Deepswe);
+        assert!("x*=swebench".parse::<WorkloadRule>().is_err());
+        assert!("x*".parse::<WorkloadRule>().is_err());
+    }
+
+    #[test]
+    fn archive_ids_and_default_rules() {
+        assert_eq!(
+            archive_id_of("tmax-000.tar.gz").as_deref(),
+            Some("tmax-000")
+        );
+        assert_eq!(
+            archive_id_of("deepswe-pilot-000.tar.zst").as_deref(),
+            Some("deepswe-pilot-000")
+        );
+        assert_eq!(archive_id_of("x.TGZ").as_deref(), Some("x"));
+        assert_eq!(archive_id_of("notes.txt").as_deref(), Some("notes.txt"));
+        assert_eq!(archive_id_of(".tar.gz"), None);
+        assert_eq!(archive_id_of("a b.tar.gz"), None);
+        let d = WorkloadRule::defaults();
+        assert_eq!(
+            WorkloadRule::first_match(&d, "tmax-001.tar.gz"),
+            Some(WorkloadId::Tmax)
+        );
+        assert_eq!(
+            WorkloadRule::first_match(&d, "deepswe-pilot-000.tar.zst"),
+            Some(WorkloadId::Deepswe)
+        );
+        assert_eq!(WorkloadRule::first_match(&d, "README.md"), None);
+        let custom: Vec<WorkloadRule> = ["*pilot*=deepswe", "*=tmax"]
+            .iter()
+            .map(|s| s.parse().unwrap())
+            .collect();
+        assert_eq!(
+            WorkloadRule::first_match(&custom, "a-pilot.tar"),
+            Some(WorkloadId::Deepswe)
+        );
+        assert_eq!(
+            WorkloadRule::first_match(&custom, "a.tar"),
+            Some(WorkloadId::Tmax)
+        );
+    }
+}

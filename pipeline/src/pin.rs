@@ -1,0 +1,137 @@
+//! `pipeline pin`: check that the outputs may be written, pin the sources
+//! ([`ingest::pin`]), then write the manifest and the pinning report (`<stem>.pin.json`)
+//! and print one line per archive.
+
+use crate::cli::{EXIT_FAILURE, EXIT_USAGE, Failure};
+use ingest::EnvOverrides;
+use ingest::pin::{GcsPrefix, HubTarget, PinError, PinRequest, PinSettings, WorkloadRule};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The command line of `pipeline pin`.
+#[derive(Debug, Clone)]
+pub struct PinArgs {
+    /// `gs://BUCKET/PREFIX`.
+    pub gcs: Option<String>,
+    /// `REPO[@REVISION][:PATH]`.
+    pub hf: Option<String>,
+    /// `GLOB=NAME` rules.
+    pub workloads: Vec<String>,
+    /// The manifest to write.
+    pub out: PathBuf,
+    /// Replace existing outputs.
+    pub force: bool,
+    /// Retries per request.
+    pub retries: u32,
+    /// Connect and read timeout.
+    pub timeout: Duration,
+    /// Archives read at once.
+    pub parallel: usize,
+    /// Summary line only.
+    pub quiet: bool,
+}
+
+/// The pinning report's path beside the manifest: `<stem>.pin.json`.
+pub fn report_path(manifest: &Path) -> PathBuf {
+    let stem = manifest
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "manifest".into());
+    manifest.with_file_name(format!("{stem}.pin.json"))
+}
+
+fn usage(message: String) -> Failure {
+    Failure {
+        code: EXIT_USAGE,
+        error: anyhow::anyhow!(message),
+    }
+}
+
+/// Run `pipeline pin` with the given environment.
+pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
+    let as_failure = |e: PinError| Failure {
+        code: if e.is_usage() {
+            EXIT_USAGE
+        } else {
+            EXIT_FAILURE
+        },
+        error: e.into(),
+    };
+    let request = PinRequest {
+        gcs: args
+            .gcs
+            .as_deref()
+            .map(str::parse::<GcsPrefix>)
+            .transpose()
+            .map_err(as_failure)?,
+        hf: args
+            .hf
+            .as_deref()
+            .map(str::parse::<HubTarget>)
+            .transpose()
+            .map_err(as_failure)?,
+        rules: args
+            .workloads
+            .iter()
+            .map(|w| w.parse::<WorkloadRule>())
+            .collect::<Result<_, _>>()
+            .map_err(as_failure)?,
+    };
+    let report_file = report_path(&args.out);
+    if !args.force {
+        for p in [&args.out, &report_file] {
+            if p.exists() {
+                return Err(usage(format!(
+                    "{} exists; pass --force to replace it",
+                    p.display()
+                )));
+            }
+        }
+    }
+    let settings = PinSettings {
+        retries: args.retries,
+        timeout: args.timeout,
+        parallel: args.parallel.max(1),
+        ..PinSettings::from_env(env)
+    };
+    let report = ingest::pin::pin(&request, &settings).map_err(as_failure)?;
+    if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| Failure {
+            code: EXIT_FAILURE,
+            error: anyhow::anyhow!("creating {}: {e}", dir.display()),
+        })?;
+    }
+    frames::atomic_write(&args.out, report.manifest_csv().as_bytes())?;
+    frames::atomic_write(&report_file, report.to_json().as_bytes())?;
+    if !args.quiet {
+        for line in report.archive_lines() {
+            println!("  {line}");
+        }
+    }
+    let mut sources = Vec::new();
+    if let Some(g) = &report.gcs {
+        sources.push(format!("gs://{}/{}", g.bucket, g.prefix));
+    }
+    if let Some(h) = &report.hf {
+        sources.push(format!(
+            "hf://datasets/{}@{} (commit {})",
+            h.repo, h.revision, h.commit
+        ));
+    }
+    let per_workload = model::WorkloadId::ALL
+        .iter()
+        .map(|w| {
+            let n = report.archives.iter().filter(|a| a.workload == *w).count();
+            format!("{w} {n}")
+        })
+        .collect::<Vec<_>>()
+        .join(", ");
+    println!(
+        "pinned {} archives ({per_workload}) from {}; wrote {} and {}",
+        report.archives.len(),
+        sources.join(" and "),
+        args.out.display(),
+        report_file.display()
+    );
+    Ok(())
+}
