@@ -246,6 +246,37 @@ pub struct SearchConfig {
     /// The LP lower bounds solved with HiGHS (issue 7), with their budgets (counts).
     #[serde(default)]
     pub lp_bounds: LpBoundsConfig,
+    /// Which search runs: the study's own method (`seed`) or this project's (`extended`,
+    /// the default, which runs the seed profile's candidates first, so it is never worse).
+    #[serde(default)]
+    pub profile: SearchProfile,
+}
+
+/// The schedule search's profile (`search.profile` in `pipeline.yaml`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchProfile {
+    /// Only the study's families: fixed priority orders, random orders, perturbations of
+    /// the best order, random task-group orders and swaps/moves from the best order, each
+    /// order decoded by both the serial (no overtaking) and the backfilling list schedule.
+    Seed,
+    /// The seed profile's candidates first (same candidates and random draws), then the
+    /// rest of the budget spent adaptively over order moves, constructions and start-time
+    /// neighbourhood search.
+    #[default]
+    Extended,
+}
+
+impl SearchProfile {
+    /// Lowercase name used in `pipeline.yaml` and the outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchProfile::Seed => "seed",
+            SearchProfile::Extended => "extended",
+        }
+    }
 }
 
 /// Budgets of the LP lower bounds (counts, never seconds). A bound whose budget runs out
