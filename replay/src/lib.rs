@@ -19,6 +19,7 @@ pub mod output;
 pub mod profile;
 pub mod schemas;
 pub mod search;
+pub mod seeded;
 pub mod synthetic;
 pub mod validate;
 
