@@ -45,10 +45,10 @@ impl LnsContext {
         LnsContext {
             blob_users,
             blob_dmax,
-            pub(super) dmax: g.duration.iter().copied().max().unwrap_or(0),
+            dmax: g.duration.iter().copied().max().unwrap_or(0),
             deadline,
             shift,
-            pub(super) request_prefix: std::iter::once(0)
+            request_prefix: std::iter::once(0)
                 .chain(
                     g.request_start
                         .iter()

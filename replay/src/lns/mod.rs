@@ -16,11 +16,10 @@ mod state;
 pub use context::LnsContext;
 
 use crate::evaluate::GridInstance;
-use crate::seeded::{below, beats_exact};
+use crate::seeded::{beats_exact, below};
 use moves::{cost, reinsert, removal_set};
 use rand_chacha::ChaCha8Rng;
 use state::StartState;
-
 
 /// Most jumps of a feasible-start search from one candidate start (a candidate whose
 /// search needs more is dropped; the attempt's old start always remains a candidate).
@@ -84,15 +83,12 @@ pub struct ChainOutcome {
     pub tie_breaks: u64,
 }
 
-
-
 /// Whether `b` makes `a` redundant, both as (GPU, cache, makespan): at least as good on
 /// both objectives, and better on one or (equal on both) no slower. The chains' archives and
 /// the search's Pareto front keep points by it.
 pub(crate) fn dominated_by(a: (i64, u128, i64), b: (i64, u128, i64)) -> bool {
     b.0 <= a.0 && b.1 <= a.1 && (b.0 < a.0 || b.1 < a.1 || b.2 <= a.2)
 }
-
 
 /// A schedule the chain keeps aside (the fastest, the best on its objective): the archive
 /// point visited after move `at` while the archive holds it, else its own copy.
@@ -140,7 +136,6 @@ fn archive_add(archive: &mut Vec<ChainPoint>, st: &StartState, at: u64, kept: &m
     archive.push(st.point(at));
 }
 
-
 /// Place attempts in `order` one by one at their first-fit start (a backfilling list
 /// schedule: a later attempt may start before an earlier one where it fits). Each search
 /// starts one longest duration before the previous attempt's start. `None` when an attempt
@@ -155,7 +150,6 @@ pub fn first_fit_schedule(g: &GridInstance, ctx: &LnsContext, order: &[u32]) -> 
     }
     Some(st.starts)
 }
-
 
 /// Run one chain from the feasible schedule `start` (its starts must respect K, both caps
 /// and D). Deterministic in `rng`.
@@ -266,11 +260,10 @@ pub fn run_chain(
     out
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evaluate::{Plan, cache_byte_ns, evaluate, gpu_union, start_order_of};
+    use crate::evaluate::{Plan, Scratch, cache_byte_ns, evaluate, gpu_union, start_order_of};
     use crate::synthetic::{SyntheticShape, synthetic_instance};
     use rand_chacha::rand_core::SeedableRng;
 

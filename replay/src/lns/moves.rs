@@ -9,7 +9,6 @@ use crate::evaluate::GridInstance;
 use crate::seeded::below;
 use rand_chacha::ChaCha8Rng;
 
-
 /// Which ways a candidate start is pushed to the nearest feasible start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Search {

@@ -2,13 +2,12 @@
 //! profile of K and both caps, per-blob lifetime covers, the request cover), with the exact
 //! incremental GPU union and cache byte-ns, and the feasible-start searches.
 
-use super::FEASIBLE_STEPS;
 use super::context::LnsContext;
+use super::{ChainPoint, FEASIBLE_STEPS};
 use crate::cover::{BlobCover, RequestCover};
 use crate::evaluate::{GridInstance, Scratch, evaluate_starts};
 use crate::profile::{StepProfile, Use};
 use std::collections::BTreeSet;
-
 
 /// The chain's state: starts plus indexes of the placed attempts, all kept between moves.
 #[derive(Debug, Clone)]
@@ -124,7 +123,13 @@ impl StartState {
 
     /// Length of `j`'s requests (offsets) inside `[lo, hi)` (offsets too).
     #[inline]
-    pub(super) fn request_measure(g: &GridInstance, ctx: &LnsContext, j: usize, lo: i64, hi: i64) -> i64 {
+    pub(super) fn request_measure(
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: usize,
+        lo: i64,
+        hi: i64,
+    ) -> i64 {
         let (first, last) = (g.request_first[j], g.request_first[j + 1]);
         let starts = &g.request_start[first..last];
         let ends = &g.request_end[first..last];
@@ -324,7 +329,13 @@ impl StartState {
 
     /// First-fit placement of `j`: the earliest feasible start at or after `hint`, else
     /// right after every placed attempt has ended; `None` past D.
-    pub(super) fn first_fit(&self, g: &GridInstance, ctx: &LnsContext, j: u32, hint: i64) -> Option<i64> {
+    pub(super) fn first_fit(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        hint: i64,
+    ) -> Option<i64> {
         let d = g.duration[j as usize];
         let latest = ctx.deadline - d;
         let mut s = hint.max(0);
@@ -382,7 +393,6 @@ impl StartState {
         None
     }
 }
-
 
 impl StartState {
     /// Latest end of the placed attempts, ns.

@@ -12,7 +12,6 @@ use crate::seeded::{below, candidate_rng, shuffle};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-
 /// A blob group order: clusters (repository environments) as blocks of tasks.
 pub(super) type GroupOrder = Vec<Vec<u32>>;
 
@@ -161,7 +160,6 @@ pub(super) fn blob_group_search(
         start = end;
     }
 }
-
 
 impl Structure {
     /// Candidate `i` of the first blob-group batch: clusters (repository environments) as

@@ -444,3 +444,4 @@ fn fold_constructions(
         }
     }
     state.record_trace(family);
+}
