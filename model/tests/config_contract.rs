@@ -94,10 +94,16 @@ fn good_config_loads_with_archives_and_defaults() {
 fn search_profile_defaults_to_extended_and_takes_seed() {
     let (_d, r) = with_files(GOOD, MANIFEST);
     assert_eq!(r.unwrap().config.search.profile, SearchProfile::Extended);
-    let y = GOOD.replace("  order: [tmax, deepswe]\n", "  order: [tmax, deepswe]\n  profile: seed\n");
+    let y = GOOD.replace(
+        "  order: [tmax, deepswe]\n",
+        "  order: [tmax, deepswe]\n  profile: seed\n",
+    );
     let (_d, r) = with_files(&y, MANIFEST);
     assert_eq!(r.unwrap().config.search.profile, SearchProfile::Seed);
-    let y = GOOD.replace("  order: [tmax, deepswe]\n", "  order: [tmax, deepswe]\n  profile: fast\n");
+    let y = GOOD.replace(
+        "  order: [tmax, deepswe]\n",
+        "  order: [tmax, deepswe]\n  profile: fast\n",
+    );
     assert!(
         err(&y).starts_with("pipeline.yaml:18: field `search.profile`: unknown variant `fast`"),
         "{}",
