@@ -265,7 +265,7 @@ fn whole_stage_on_the_accounting_instance() {
     assert!(w.selected.iter().all(|s| s.validated));
     // Priority orders alone evaluate 7 candidates; the FIFO is candidate 0.
     assert_eq!(w.selected[0].candidate, 0);
-    assert_eq!(w.selected[0].found_by, "priority_order:fifo");
+    assert_eq!(w.selected[0].found_by, "priority_order:fifo/serial");
     assert!(w.best_found.gpu <= w.fifo_ideal.gpu && w.best_found.gpu >= w.lower_bounds.gpu);
 }
 

@@ -12,6 +12,7 @@ use crate::seeded::{below, candidate_rng, shuffle};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
+
 /// A blob group order: clusters (repository environments) as blocks of tasks.
 pub(super) type GroupOrder = Vec<Vec<u32>>;
 
@@ -89,28 +90,57 @@ fn mutate_groups(base: &GroupPlan, rng: &mut ChaCha8Rng) -> GroupPlan {
     }
 }
 
-pub(super) fn blob_group_search(
-    state: &mut State,
-    st: &Structure,
-    g: &GridInstance,
-    ctx: &LnsContext,
-    budget: &ReplayBudget,
+/// The blob-group search, resumable one batch at a time: the first batch holds the fixed
+/// group orders with 2..9 lanes (then random orders), later batches mutate the family's
+/// best plan so far.
+pub(super) struct BlobGroupSearch {
     seed: [u8; 32],
-    pool: &rayon::ThreadPool,
-) {
-    let family = Family::BlobGroupOrder;
-    let total = u64::from(budget.blob_group_orders);
-    let batch_size = u64::from(budget.local_move_batch.max(1));
-    let mut incumbent: Option<(u128, GroupPlan)> = None;
-    let mut start = 0u64;
-    while start < total {
-        let end = (start + batch_size).min(total);
+    /// Candidates generated so far (the next one's stream index).
+    next: u64,
+    /// The family's best feasible plan by cache byte-ns.
+    incumbent: Option<(u128, GroupPlan)>,
+}
+
+impl BlobGroupSearch {
+    pub(super) fn new(seed: [u8; 32]) -> Self {
+        BlobGroupSearch {
+            seed,
+            next: 0,
+            incumbent: None,
+        }
+    }
+
+    /// Candidates left under the budget's cap.
+    pub(super) fn left(&self, budget: &ReplayBudget) -> u64 {
+        u64::from(budget.blob_group_orders).saturating_sub(self.next)
+    }
+
+    /// Generate, evaluate and fold one batch (at most `local_move_batch` candidates).
+    pub(super) fn batch(
+        &mut self,
+        state: &mut State,
+        st: &Structure,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        budget: &ReplayBudget,
+        pool: &rayon::ThreadPool,
+    ) {
+        let family = Family::BlobGroupOrder;
+        let batch_size = u64::from(budget.local_move_batch.max(1));
+        let start = self.next;
+        let end = (start + batch_size).min(u64::from(budget.blob_group_orders));
+        if end <= start {
+            return;
+        }
+        self.next = end;
+        let seed = self.seed;
+        let incumbent = &self.incumbent;
         // First batch (or until one is feasible): the 4 fixed group orders with 2..9 lanes
         // each, then random orders with 2..9 lanes; later batches mutate the best.
         let orders: Vec<GroupPlan> = (start..end)
             .map(|i| {
                 let mut r = candidate_rng(&seed, i);
-                match &incumbent {
+                match incumbent {
                     Some((_, base)) if start > 0 => mutate_groups(base, &mut r),
                     _ => GroupPlan {
                         lanes: 2 + (i % 8) as usize,
@@ -146,9 +176,12 @@ pub(super) fn blob_group_search(
         for (k, e) in batch.iter().enumerate() {
             if let Some(e) = e
                 && e.makespan <= state.deadline
-                && incumbent.as_ref().is_none_or(|(v, _)| e.cache_byte_ns < *v)
+                && self
+                    .incumbent
+                    .as_ref()
+                    .is_none_or(|(v, _)| e.cache_byte_ns < *v)
             {
-                incumbent = Some((e.cache_byte_ns, orders[k].clone()));
+                self.incumbent = Some((e.cache_byte_ns, orders[k].clone()));
             }
         }
         fold_constructions(
@@ -157,7 +190,6 @@ pub(super) fn blob_group_search(
             start,
             batch.into_iter().map(|e| (None, e)).collect(),
         );
-        start = end;
     }
 }
 

@@ -1,31 +1,41 @@
 //! The seeded schedule search for the GPU and cache objectives (and the fastest schedule for
-//! CPU/RAM display): every candidate family of SPEC 2.3, then issue 7's (first-fit orders,
-//! duty orders, blob-group lanes and the start-time neighbourhood search of `lns`),
-//! evaluated exactly, in parallel with results independent of the thread count; and the
-//! Pareto front of GPU vs cache with the joint compromise chosen from it.
+//! CPU/RAM display), in two profiles (`search.profile`): `seed`, the study's method (fixed
+//! priority orders, random orders, task-group orders, perturbations of and swaps/moves
+//! from the best order, each order decoded by both [`decode::Decoder`]s), and `extended`
+//! (the default), which runs exactly the seed profile's candidates first and then spends
+//! `adaptive_batches` operator batches chosen by their measured success ([`adaptive`]):
+//! order moves under either decoder, constructions (first-fit orders, duty orders, blob
+//! groups, simultaneous starts) and the start-time neighbourhood search of `lns`. Every
+//! candidate is evaluated exactly, in parallel with results independent of the thread
+//! count; the Pareto front of GPU vs cache gives the joint compromise.
 //!
 //! Reproducibility: one ChaCha8 stream (`ChaCha8Rng::seed_from_u64(search.seed)`) for the
 //! whole replay. Each workload, in `search.order`, draws one 32-byte seed per random family
-//! from it, in a fixed order; candidate `i` of a family uses ChaCha8 with that seed on
-//! stream `i` (`set_stream(i)`). Candidates are evaluated in parallel but folded into the
-//! running bests in candidate order, so the result never depends on the thread count.
+//! from it ([`Family::RANDOM`], both profiles alike); candidate `i` of a family uses ChaCha8
+//! with that seed on stream `i` (`set_stream(i)`). Candidates are evaluated in parallel but
+//! folded into the running bests in candidate order, and every adaptive decision reads
+//! counts only, so the result never depends on the thread count.
 
+mod adaptive;
 mod blob_groups;
+pub mod decode;
 mod families;
 mod orders;
+mod seed_phase;
 mod state;
 
 pub use crate::seeded::{TIE_RELATIVE, beats};
+pub use adaptive::{AdaptiveRecord, OperatorStats};
 pub use families::{Family, FamilyStats, PRIORITY_ORDERS, ReplayBudget};
 pub use state::{Found, TraceRow};
 
 use crate::error::ReplayError;
-use crate::evaluate::{Evaluation, GridInstance, Plan, Scratch, evaluate, evaluate_starts};
+use crate::evaluate::{Evaluation, GridInstance, Plan, Scratch, evaluate};
 use crate::input::WorkloadInstance;
-use crate::lns::{ChainParams, LnsContext, Objective, run_chain};
-use crate::seeded::{candidate_rng, word_pos};
-use blob_groups::blob_group_search;
-use orders::{Structure, local_move};
+use crate::seeded::word_pos;
+use decode::{BackfillScratch, Decoder, decode};
+use model::config::SearchProfile;
+use orders::Structure;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::RngCore;
 use rayon::prelude::*;
@@ -61,8 +71,11 @@ pub struct SearchOutcome {
     pub best_joint: Found,
     /// The Pareto front of (GPU, cache) over every feasible candidate, by GPU ascending.
     pub front: Vec<Found>,
-    /// Best GPU and cache hours after the seed's families only.
+    /// Best GPU and cache hours of the seed profile: after its candidates (in an
+    /// extended run, the seed phase that runs first; in a seed run, the best found).
     pub seed_best: (f64, f64),
+    /// What the adaptive phase chose (empty for the seed profile).
+    pub adaptive: AdaptiveRecord,
     /// Per-family counts, in [`Family::ALL`] order.
     pub stats: Vec<FamilyStats>,
     /// Best so far per objective after each batch.
@@ -95,6 +108,69 @@ where
     })
 }
 
+/// Decode every `(order, decoder)` pair in parallel; results in the pairs' order.
+fn decode_all(
+    pool: &rayon::ThreadPool,
+    g: &GridInstance,
+    deadline: i64,
+    orders: &[Vec<u32>],
+    pairs: &[(usize, Decoder)],
+) -> Vec<Option<Evaluation>> {
+    pool.install(|| {
+        pairs
+            .par_iter()
+            .map_init(
+                || (Scratch::new(), BackfillScratch::new()),
+                |(scratch, backfill), &(k, decoder)| {
+                    decode(g, &orders[k], decoder, deadline, scratch, backfill)
+                },
+            )
+            .collect()
+    })
+}
+
+/// Decode `orders` with each of `decoders` (order by order, decoders in the given order),
+/// evaluate in parallel and fold in that order; candidate `first + k` of the family is
+/// labelled `{family}#{first + k}/{decoder}`. A serial decoding that cannot place a unit
+/// counts as `rejected_cap`, a backfilling one past D as `rejected_deadline`.
+fn fold_orders(
+    state: &mut State,
+    pool: &rayon::ThreadPool,
+    g: &GridInstance,
+    family: Family,
+    first: u64,
+    orders: Vec<Vec<u32>>,
+    decoders: &[Decoder],
+) {
+    let pairs: Vec<(usize, Decoder)> = (0..orders.len())
+        .flat_map(|k| decoders.iter().map(move |&d| (k, d)))
+        .collect();
+    let evals = decode_all(pool, g, state.deadline, &orders, &pairs);
+    for (&(k, decoder), eval) in pairs.iter().zip(evals) {
+        let label = format!(
+            "{}#{}/{}",
+            family.as_str(),
+            first + k as u64,
+            decoder.as_str()
+        );
+        state.fold_decoded(family, &orders[k], decoder, eval, label);
+    }
+    state.record_trace(family);
+}
+
+/// The 32-byte seeds of the random families of one workload.
+struct FamilySeeds(Vec<(Family, [u8; 32])>);
+
+impl FamilySeeds {
+    fn of(&self, f: Family) -> [u8; 32] {
+        self.0
+            .iter()
+            .find(|(x, _)| *x == f)
+            .map(|(_, s)| *s)
+            .unwrap_or([0u8; 32])
+    }
+}
+
 /// Search one workload. `shared` is the replay's one RNG stream; this workload draws its
 /// family seeds from it. The instance's quotas must already fit the caps.
 pub fn search_workload(
@@ -106,287 +182,36 @@ pub fn search_workload(
 ) -> Result<SearchOutcome, ReplayError> {
     inst.check_quotas_fit()?;
     let word_pos_before = word_pos(shared);
-    // The seed's families draw first (in SPEC order), then issue 7's.
-    let random_families = [
-        Family::Perturbation,
-        Family::TaskGrouping,
-        Family::GroupStart,
-        Family::LocalMoveGpu,
-        Family::LocalMoveCache,
-        Family::DutyOrder,
-        Family::BlobGroupOrder,
-        Family::LnsGpu,
-        Family::LnsCache,
-    ];
+    // Every random family's seed, in a fixed order, whatever the profile: the seed phase's
+    // candidates are the same in both profiles and so is the next workload's draw.
     let mut seeds = Vec::new();
-    for f in random_families {
+    for f in Family::RANDOM {
         let mut s = [0u8; 32];
         shared.fill_bytes(&mut s);
         seeds.push((f, s));
     }
-    let seed_of = |f: Family| {
-        seeds
-            .iter()
-            .find(|(x, _)| *x == f)
-            .map(|(_, s)| *s)
-            .unwrap_or([0u8; 32])
-    };
+    let seeds = FamilySeeds(seeds);
     let rng_record = RngRecord {
         word_pos_before,
         word_pos_after: word_pos(shared),
         family_seeds: seeds
+            .0
             .iter()
             .map(|(f, s)| (*f, s.iter().map(|b| format!("{b:02x}")).collect()))
             .collect(),
     };
 
     let st = Structure::new(inst, g);
-    let gpus = inst.caps.gpus;
-    let mut state = State {
-        deadline: i64::MAX,
-        gpus,
-        fifo_gpu_h: 0.0,
-        fifo_cache_h: 0.0,
-        evaluated: 0,
-        stats: Family::ALL
-            .iter()
-            .map(|&family| FamilyStats {
-                family,
-                evaluated: 0,
-                rejected_deadline: 0,
-                rejected_cap: 0,
-                improvements: 0,
-            })
-            .collect(),
-        trace: Vec::new(),
-        fifo: None,
-        fastest: None,
-        best_gpu: None,
-        best_cache: None,
-        front: Vec::new(),
-    };
-
-    // Priority orders; FIFO first, which sets the deadline.
-    let mut scratch = Scratch::new();
-    let fifo_plan = Plan::from_order(&st.priority_order("fifo"));
-    let fifo_eval = evaluate(g, &fifo_plan, &mut scratch);
-    state.deadline = fifo_eval.as_ref().map_or(0, |e| e.makespan);
-    let others: Vec<&str> = PRIORITY_ORDERS[1..].to_vec();
-    let mut batch = vec![(fifo_plan, fifo_eval)];
-    batch.extend(run_batch(pool, g, 0..others.len() as u64, |i| {
-        Plan::from_order(&st.priority_order(others[i as usize]))
-    }));
-    let labels = PRIORITY_ORDERS
-        .iter()
-        .map(|o| format!("priority_order:{o}"))
-        .collect();
-    state.absorb(Family::PriorityOrder, labels, batch);
-
-    // Fixed-count families from independent per-candidate streams.
-    let chunked =
-        |state: &mut State, family: Family, count: u32, make: &(dyn Fn(u64) -> Plan + Sync)| {
-            let mut start = 0u64;
-            while start < u64::from(count) {
-                let end = (start + MAX_BATCH as u64).min(u64::from(count));
-                let batch = run_batch(pool, g, start..end, make);
-                let labels = (start..end)
-                    .map(|i| format!("{}#{i}", family.as_str()))
-                    .collect();
-                state.absorb(family, labels, batch);
-                start = end;
-            }
-        };
-    let pseed = seed_of(Family::Perturbation);
-    let spread = budget.perturbation_spread;
-    chunked(
-        &mut state,
-        Family::Perturbation,
-        budget.perturbations,
-        &|i| {
-            let mut r = candidate_rng(&pseed, i);
-            Plan::from_order(&st.perturbed(i, &mut r, spread))
-        },
-    );
-    let tseed = seed_of(Family::TaskGrouping);
-    chunked(
-        &mut state,
-        Family::TaskGrouping,
-        budget.task_groupings,
-        &|i| {
-            let mut r = candidate_rng(&tseed, i);
-            Plan::from_order(&st.task_grouping(i, &mut r))
-        },
-    );
-    let gseed = seed_of(Family::GroupStart);
-    let base_cache = state.best_cache.as_ref().and_then(|b| b.plan.clone());
-    let base_gpu = state.best_gpu.as_ref().and_then(|b| b.plan.clone());
-    let fallback = Plan::from_order(&st.priority_order("grouped_by_task"));
-    chunked(&mut state, Family::GroupStart, budget.group_starts, &|i| {
-        let mut r = candidate_rng(&gseed, i);
-        let base = if i % 2 == 0 { &base_cache } else { &base_gpu };
-        st.group_starts(g, base.as_ref().unwrap_or(&fallback), i, &mut r)
-    });
-
-    // Local moves: hill climbing in batches from the current best of each objective.
-    let window = (2 * g.concurrency.max(1)) as usize;
-    for (family, objective_is_gpu) in [
-        (Family::LocalMoveGpu, true),
-        (Family::LocalMoveCache, false),
-    ] {
-        let seed = seed_of(family);
-        let batch_size = u64::from(budget.local_move_batch.max(1));
-        let mut start = 0u64;
-        while start < u64::from(budget.local_moves) {
-            let end = (start + batch_size).min(u64::from(budget.local_moves));
-            let best = if objective_is_gpu {
-                &state.best_gpu
-            } else {
-                &state.best_cache
-            };
-            let base = best
-                .as_ref()
-                .and_then(|b| b.plan.clone())
-                .unwrap_or_else(|| fallback.clone());
-            let batch = run_batch(pool, g, start..end, |i| {
-                let mut r = candidate_rng(&seed, i);
-                local_move(&base, window, &mut r)
-            });
-            let labels = (start..end)
-                .map(|i| format!("{}#{i}", family.as_str()))
-                .collect();
-            state.absorb(family, labels, batch);
-            start = end;
-        }
-    }
-
+    let mut state = State::new(inst.caps.gpus);
+    seed_phase::run(&mut state, &st, g, budget, &seeds, pool);
     let seed_best = (
         state.best_gpu.as_ref().map_or(0.0, |b| b.gpu_h),
         state.best_cache.as_ref().map_or(0.0, |b| b.cache_h),
     );
-
-    // The fixed priority orders placed first-fit (backfilling): far shorter makespans than
-    // their list schedules, hence smaller GPU unions.
-    let ctx = LnsContext::new(g, state.deadline);
-    let batch: Vec<(Option<Plan>, Option<Evaluation>)> = pool.install(|| {
-        PRIORITY_ORDERS
-            .par_iter()
-            .map_init(Scratch::new, |scratch, name| {
-                let order = st.priority_order(name);
-                let e = crate::lns::first_fit_schedule(g, &ctx, &order)
-                    .map(|starts| evaluate_starts(g, &starts, scratch));
-                (None, e)
-            })
-            .collect()
-    });
-    fold_constructions(&mut state, Family::FirstFitOrder, 0, batch);
-
-    // Duty orders (GPU): attempts of similar request duty run together; even candidates
-    // are list schedules, odd ones the same order placed first-fit (backfilling).
-    let dseed = seed_of(Family::DutyOrder);
-    let kp = crate::bounds::k_prime(g, &(0..g.len() as u32).collect::<Vec<_>>()).max(1);
-    let mut start = 0u64;
-    let total = u64::from(budget.duty_orders);
-    while start < total {
-        let end = (start + MAX_BATCH as u64).min(total);
-        let batch: Vec<(Option<Plan>, Option<Evaluation>)> = pool.install(|| {
-            (start..end)
-                .into_par_iter()
-                .map_init(Scratch::new, |scratch, i| {
-                    let mut r = candidate_rng(&dseed, i / 2);
-                    let order = st.duty_order(i / 2, kp as usize, spread, &mut r);
-                    if i % 2 == 0 {
-                        let plan = Plan::from_order(&order);
-                        let e = evaluate(g, &plan, scratch);
-                        (Some(plan), e)
-                    } else {
-                        let e = crate::lns::first_fit_schedule(g, &ctx, &order)
-                            .map(|starts| evaluate_starts(g, &starts, scratch));
-                        (None, e)
-                    }
-                })
-                .collect()
-        });
-        fold_constructions(&mut state, Family::DutyOrder, start, batch);
-        start = end;
-    }
-
-    // Blob group orders (cache): first batch fixed and random group orders, then the group
-    // order is searched from the family's best.
-    blob_group_search(
-        &mut state,
-        &st,
-        g,
-        &ctx,
-        budget,
-        seed_of(Family::BlobGroupOrder),
-        pool,
-    );
-
-    // Start-time neighbourhood search from the best of each objective.
-    for (family, objective) in [
-        (Family::LnsGpu, Objective::Gpu),
-        (Family::LnsCache, Objective::Cache),
-    ] {
-        let seed = seed_of(family);
-        let params = ChainParams {
-            moves: budget.lns_moves,
-            max_removed: budget.lns_max_removed,
-            late_acceptance: budget.lns_late_acceptance,
-        };
-        for round in 0..u64::from(budget.lns_rounds) {
-            let best = match objective {
-                Objective::Gpu => state.best_gpu.as_ref(),
-                Objective::Cache => state.best_cache.as_ref(),
-            };
-            let Some(base) = best.map(|b| b.eval.starts.clone()) else {
-                break;
-            };
-            let chains = u64::from(budget.lns_chains);
-            let outcomes: Vec<crate::lns::ChainOutcome> = pool.install(|| {
-                (0..chains)
-                    .into_par_iter()
-                    .map(|c| {
-                        let mut r = candidate_rng(&seed, round * chains + c);
-                        run_chain(g, &ctx, &base, objective, params, &mut r)
-                    })
-                    .collect()
-            });
-            let first = state.evaluated;
-            let mut points = Vec::new();
-            for (c, o) in outcomes.iter().enumerate() {
-                let offset = first + c as u64 * u64::from(params.moves);
-                for p in &o.archive {
-                    // found_at_move 0 is the round's starting schedule, already known.
-                    if p.found_at_move == 0 {
-                        continue;
-                    }
-                    points.push((
-                        offset + p.found_at_move - 1,
-                        format!("{}#r{round}c{c}m{}", family.as_str(), p.found_at_move),
-                        &p.starts,
-                    ));
-                }
-            }
-            // Exact values of every point, recomputed from scratch in parallel.
-            let evals: Vec<Evaluation> = pool.install(|| {
-                points
-                    .par_iter()
-                    .map_init(Scratch::new, |scratch, (_, _, starts)| {
-                        evaluate_starts(g, starts, scratch)
-                    })
-                    .collect()
-            });
-            for o in &outcomes {
-                state.evaluated += o.moves;
-                state.stat(family).evaluated += o.moves;
-                state.stat(family).rejected_deadline += o.infeasible;
-            }
-            for ((candidate, label, _), eval) in points.into_iter().zip(evals) {
-                state.consider(family, None, eval, candidate, label);
-            }
-            state.record_trace(family);
-        }
-    }
+    let adaptive = match budget.profile {
+        SearchProfile::Seed => AdaptiveRecord::default(),
+        SearchProfile::Extended => adaptive::run(&mut state, &st, g, budget, &seeds, pool),
+    };
 
     let best_joint = state.best_joint();
     state.front.sort_by(|a, b| {
@@ -411,6 +236,7 @@ pub fn search_workload(
                 best_joint,
                 front: state.front,
                 seed_best,
+                adaptive,
                 stats: state.stats,
                 trace: state.trace,
                 rng: rng_record,

@@ -2,6 +2,7 @@
 //! request time, capacity-time) and the orders each family draws from it (priority orders,
 //! perturbations, task groupings, duty orders, simultaneous starts, local moves).
 
+use super::decode::{BackfillScratch, Jobs, backfill_starts};
 use crate::evaluate::{GridInstance, Plan};
 use crate::input::WorkloadInstance;
 use crate::seeded::{below, shuffle, unit_f64};
@@ -119,6 +120,25 @@ impl Structure {
                     .cmp(&self.blob_key[b as usize])
                     .then(a.cmp(&b))
             }),
+            "grouped_by_shared_layers" => {
+                // Attempts sharing the same layers (a cluster: the blob-set key without its
+                // most specific blob) together, the largest clusters first; inside a
+                // cluster, tasks together, longest attempts first.
+                let mut size = vec![0u32; self.n_clusters.max(1)];
+                for &c in &self.cluster {
+                    size[c as usize] += 1;
+                }
+                o.sort_by_key(|&j| {
+                    let c = self.cluster[j as usize];
+                    (
+                        std::cmp::Reverse(size[c as usize]),
+                        c,
+                        self.task_of[j as usize],
+                        std::cmp::Reverse(d[j as usize]),
+                        j,
+                    )
+                });
+            }
             _ => {}
         }
         o
@@ -160,29 +180,6 @@ impl Structure {
 
     pub(super) fn task_total(&self, t: usize, per_attempt: &[f64]) -> f64 {
         self.tasks[t].iter().map(|&j| per_attempt[j as usize]).sum()
-    }
-
-    /// Candidate `i` of the perturbation family.
-    pub(super) fn perturbed(&self, i: u64, rng: &mut ChaCha8Rng, spread: f64) -> Vec<u32> {
-        let n = self.n();
-        let u: Vec<f64> = (0..n)
-            .map(|_| 1.0 - spread + 2.0 * spread * unit_f64(rng))
-            .collect();
-        let pd: Vec<f64> = (0..n).map(|j| self.duration[j] as f64 * u[j]).collect();
-        let pq: Vec<f64> = (0..n).map(|j| self.request_len[j] as f64 * u[j]).collect();
-        let mut o: Vec<u32> = (0..n as u32).collect();
-        match i % 4 {
-            0 => o.sort_by(|&a, &b| pd[b as usize].total_cmp(&pd[a as usize]).then(a.cmp(&b))),
-            1 => o.sort_by(|&a, &b| pq[b as usize].total_cmp(&pq[a as usize]).then(a.cmp(&b))),
-            2 => o = self.grouped(|t| (0, -self.task_total(t, &pd)), |j| -pd[j]),
-            _ => {
-                o = self.grouped(
-                    |t| (u64::from(self.task_cluster(t)), -self.task_total(t, &pd)),
-                    |j| -pd[j],
-                )
-            }
-        }
-        o
     }
 
     /// Candidate `i` of the repeated-task grouping family.
@@ -254,13 +251,7 @@ impl Structure {
     /// 0: highest duty first; 1: lowest first; 2: highest first, each window of `k`
     /// consecutive attempts longest first; 3: tasks by mean duty, highest first; then
     /// highest first under random duty perturbations (spread `spread`).
-    pub(super) fn duty_order(
-        &self,
-        i: u64,
-        k: usize,
-        spread: f64,
-        rng: &mut ChaCha8Rng,
-    ) -> Vec<u32> {
+    pub(super) fn duty_order(&self, i: u64, k: usize, spread: f64, rng: &mut ChaCha8Rng) -> Vec<u32> {
         let n = self.n();
         let q = &self.request_len;
         let d = &self.duration;
@@ -308,14 +299,9 @@ impl Structure {
         o
     }
 
+
     /// Candidate `i` of the partial simultaneous-start family, from `base`.
-    pub(super) fn group_starts(
-        &self,
-        g: &GridInstance,
-        base: &Plan,
-        i: u64,
-        rng: &mut ChaCha8Rng,
-    ) -> Plan {
+    pub(super) fn group_starts(&self, g: &GridInstance, base: &Plan, i: u64, rng: &mut ChaCha8Rng) -> Plan {
         let order = base.attempt_order();
         let full = i < 2;
         let p = if full { 1.0 } else { 0.2 + 0.8 * unit_f64(rng) };
@@ -371,40 +357,94 @@ impl Structure {
     }
 }
 
-/// A local swap or move of units, from `base`.
-pub(super) fn local_move(base: &Plan, window: usize, rng: &mut ChaCha8Rng) -> Plan {
-    let mut p = base.clone();
-    let n = p.units.len();
+/// A uniformly random order of `n` attempts.
+pub(super) fn random_order(n: usize, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let mut o: Vec<u32> = (0..n as u32).collect();
+    shuffle(rng, &mut o);
+    o
+}
+
+/// One to four swaps or moves (each with probability 1/2) of random positions of `base`.
+pub(super) fn swaps_or_moves(base: &[u32], rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let mut o = base.to_vec();
+    let n = o.len() as u64;
     if n < 2 {
-        return p;
+        return o;
     }
-    let i = below(rng, n as u64) as usize;
-    let near = |rng: &mut ChaCha8Rng| {
-        let w = window.clamp(1, n - 1);
-        let off = 1 + below(rng, w as u64) as usize;
+    let steps = 1 + below(rng, 4);
+    for _ in 0..steps {
+        let a = below(rng, n) as usize;
+        let b = below(rng, n) as usize;
         if below(rng, 2) == 0 {
-            (i + off).min(n - 1)
+            o.swap(a, b);
         } else {
-            i.saturating_sub(off)
-        }
-    };
-    match below(rng, 3) {
-        0 => {
-            let mut k = below(rng, n as u64 - 1) as usize;
-            if k >= i {
-                k += 1;
-            }
-            p.units.swap(i, k);
-        }
-        1 => {
-            let k = near(rng);
-            p.units.swap(i, k);
-        }
-        _ => {
-            let k = near(rng);
-            let u = p.units.remove(i);
-            p.units.insert(k.min(p.units.len()), u);
+            let x = o.remove(a);
+            o.insert(b, x);
         }
     }
-    p
+    o
+}
+
+/// `base` re-sequenced under random duration perturbations: its backfilling schedule with
+/// every duration multiplied by U[1-s, 1+s] (no deadline), attempts by perturbed start
+/// (ties: position in `base`).
+pub(super) fn perturbed_order(
+    g: &GridInstance,
+    base: &[u32],
+    spread: f64,
+    rng: &mut ChaCha8Rng,
+    scratch: &mut BackfillScratch,
+) -> Vec<u32> {
+    let pd: Vec<i64> = g
+        .duration
+        .iter()
+        .map(|&d| {
+            let u = 1.0 - spread + 2.0 * spread * unit_f64(rng);
+            (d as f64 * u).round() as i64
+        })
+        .collect();
+    let jobs = Jobs {
+        duration: &pd,
+        ..Jobs::of(g)
+    };
+    let Some(starts) = backfill_starts(jobs, base, i64::MAX, scratch) else {
+        return base.to_vec();
+    };
+    let mut pos = vec![0u32; base.len()];
+    for (p, &j) in base.iter().enumerate() {
+        pos[j as usize] = p as u32;
+    }
+    let mut o = base.to_vec();
+    o.sort_by_key(|&j| (starts[j as usize], pos[j as usize]));
+    o
+}
+
+/// `base` with one random task's attempts pulled together at the place of its first one
+/// (their relative order kept); unchanged when no task has two attempts.
+pub(super) fn regroup_one_task(st: &Structure, base: &[u32], rng: &mut ChaCha8Rng) -> Vec<u32> {
+    let multi: Vec<usize> = (0..st.tasks.len())
+        .filter(|&t| st.tasks[t].len() >= 2)
+        .collect();
+    if multi.is_empty() {
+        return base.to_vec();
+    }
+    let t = multi[below(rng, multi.len() as u64) as usize] as u32;
+    let members: Vec<u32> = base
+        .iter()
+        .copied()
+        .filter(|&j| st.task_of[j as usize] == t)
+        .collect();
+    let mut out = Vec::with_capacity(base.len());
+    let mut placed = false;
+    for &j in base {
+        if st.task_of[j as usize] == t {
+            if !placed {
+                out.extend_from_slice(&members);
+                placed = true;
+            }
+        } else {
+            out.push(j);
+        }
+    }
+    out
 }

@@ -3,14 +3,17 @@
 
 use super::families::{Family, FamilyStats};
 use crate::accounting::{cache_hours, gpu_hours};
-use crate::evaluate::{Evaluation, Plan};
+use super::decode::Decoder;
+use crate::evaluate::{Evaluation, Plan, start_order_of};
+use crate::lns::Objective;
 use crate::seeded::beats;
 use serde::Serialize;
 
 /// A feasible candidate kept as a best.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Found {
-    /// The list plan (`None` for a start-time schedule of the neighbourhood search).
+    /// The plan (priority order, with gangs for simultaneous starts) it was decoded from;
+    /// `None` for a start-time schedule (first-fit placements, neighbourhood search).
     pub plan: Option<Plan>,
     /// Its exact evaluation.
     pub eval: Evaluation,
@@ -64,6 +67,69 @@ fn joint_value(gpu_h: f64, cache_h: f64, fifo_gpu_h: f64, fifo_cache_h: f64) -> 
 }
 
 impl State {
+    /// An empty state (the first candidate folded, the FIFO, sets the FIFO values).
+    pub(super) fn new(gpus: u32) -> Self {
+        State {
+            deadline: i64::MAX,
+            gpus,
+            fifo_gpu_h: 0.0,
+            fifo_cache_h: 0.0,
+            evaluated: 0,
+            stats: Family::ALL
+                .iter()
+                .map(|&family| FamilyStats {
+                    family,
+                    evaluated: 0,
+                    rejected_deadline: 0,
+                    rejected_cap: 0,
+                    improvements: 0,
+                })
+                .collect(),
+            trace: Vec::new(),
+            fifo: None,
+            fastest: None,
+            best_gpu: None,
+            best_cache: None,
+            front: Vec::new(),
+        }
+    }
+
+    /// The best schedule of an objective so far.
+    pub(super) fn best(&self, objective: Objective) -> Option<&Found> {
+        match objective {
+            Objective::Gpu => self.best_gpu.as_ref(),
+            Objective::Cache => self.best_cache.as_ref(),
+        }
+    }
+
+    /// The order of the best schedule of an objective: the priority order it was decoded
+    /// from, else (a start-time schedule) its attempts by start.
+    pub(super) fn best_order(&self, objective: Objective) -> Option<Vec<u32>> {
+        self.best(objective).map(|b| match &b.plan {
+            Some(p) => p.attempt_order(),
+            None => start_order_of(&b.eval.starts),
+        })
+    }
+
+    /// Fold one decoded order (counted here as one candidate).
+    pub(super) fn fold_decoded(
+        &mut self,
+        family: Family,
+        order: &[u32],
+        decoder: Decoder,
+        eval: Option<Evaluation>,
+        label: String,
+    ) {
+        let candidate = self.evaluated;
+        self.evaluated += 1;
+        self.stat(family).evaluated += 1;
+        match (eval, decoder) {
+            (Some(e), _) => self.consider(family, Some(Plan::from_order(order)), e, candidate, label),
+            (None, Decoder::Serial) => self.stat(family).rejected_cap += 1,
+            (None, Decoder::Backfill) => self.stat(family).rejected_deadline += 1,
+        }
+    }
+
     pub(super) fn stat(&mut self, f: Family) -> &mut FamilyStats {
         let i = Family::ALL.iter().position(|&x| x == f).unwrap_or(0);
         &mut self.stats[i]
@@ -71,26 +137,6 @@ impl State {
 
     fn joint(&self, f: &Found) -> f64 {
         joint_value(f.gpu_h, f.cache_h, self.fifo_gpu_h, self.fifo_cache_h)
-    }
-
-    /// Fold evaluated candidates in candidate order.
-    pub(super) fn absorb(
-        &mut self,
-        family: Family,
-        labels: Vec<String>,
-        batch: Vec<(Plan, Option<Evaluation>)>,
-    ) {
-        for ((plan, eval), label) in batch.into_iter().zip(labels) {
-            let candidate = self.evaluated;
-            self.evaluated += 1;
-            self.stat(family).evaluated += 1;
-            let Some(eval) = eval else {
-                self.stat(family).rejected_cap += 1;
-                continue;
-            };
-            self.consider(family, Some(plan), eval, candidate, label);
-        }
-        self.record_trace(family);
     }
 
     /// Fold one evaluated feasible-or-late candidate (already counted as evaluated).
