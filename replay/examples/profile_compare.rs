@@ -93,7 +93,12 @@ fn main() {
         let seed = run(SearchProfile::Seed);
         let ext = run(SearchProfile::Extended);
         for (objective, fifo, s, e) in [
-            ("gpu", seed.fifo_ideal.gpu, seed.best_found.gpu, ext.best_found.gpu),
+            (
+                "gpu",
+                seed.fifo_ideal.gpu,
+                seed.best_found.gpu,
+                ext.best_found.gpu,
+            ),
             (
                 "cache",
                 seed.fifo_ideal.cache,

@@ -125,7 +125,10 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         // The seed phase: every order (8 priority, 32 random, 16 task groupings, 8
         // perturbations, 2 x 64 local moves) decoded both ways; then 10 adaptive batches.
         assert_eq!(w.adaptive.seed_candidates, 2 * (8 + 32 + 16 + 8 + 2 * 64));
-        assert_eq!(evaluated, w.adaptive.seed_candidates + w.adaptive.candidates);
+        assert_eq!(
+            evaluated,
+            w.adaptive.seed_candidates + w.adaptive.candidates
+        );
         assert_eq!(w.adaptive.choices.len(), 10);
         assert!(w.best_found.gpu <= w.seed_profile_best.0);
         assert!(w.best_found.cache <= w.seed_profile_best.1);

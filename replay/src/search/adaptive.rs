@@ -140,15 +140,15 @@ impl Progress {
 fn choose(available: &[bool], tries: &[u64], wins: &[u64]) -> Option<usize> {
     let total: u64 = tries.iter().sum();
     let mut best: Option<(usize, f64)> = None;
-    for k in 0..available.len() {
-        if !available[k] {
+    for (k, ((&open, &n), &w)) in available.iter().zip(tries).zip(wins).enumerate() {
+        if !open {
             continue;
         }
-        if tries[k] == 0 {
+        if n == 0 {
             return Some(k);
         }
-        let n = tries[k] as f64;
-        let score = wins[k] as f64 / n + (2.0 * (total.max(1) as f64).ln() / n).sqrt();
+        let n = n as f64;
+        let score = w as f64 / n + (2.0 * (total.max(1) as f64).ln() / n).sqrt();
         if best.is_none_or(|(_, s)| score > s) {
             best = Some((k, score));
         }
@@ -195,7 +195,17 @@ pub(super) fn run(
             continue;
         };
         let before = state.best(objective).map(|f| f.candidate);
-        apply(ops[k], state, st, g, &ctx, budget, seeds, pool, &mut progress);
+        apply(
+            ops[k],
+            state,
+            st,
+            g,
+            &ctx,
+            budget,
+            seeds,
+            pool,
+            &mut progress,
+        );
         tries[s][k] += 1;
         if state.best(objective).map(|f| f.candidate) != before {
             wins[s][k] += 1;

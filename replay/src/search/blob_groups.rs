@@ -12,7 +12,6 @@ use crate::seeded::{below, candidate_rng, shuffle};
 use rand_chacha::ChaCha8Rng;
 use rayon::prelude::*;
 
-
 /// A blob group order: clusters (repository environments) as blocks of tasks.
 pub(super) type GroupOrder = Vec<Vec<u32>>;
 

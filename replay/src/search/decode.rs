@@ -261,7 +261,10 @@ mod tests {
         Some(start.into_iter().map(|s| s.unwrap_or(0)).collect())
     }
 
-    fn instance() -> impl Strategy<Value = (Vec<(i64, i64, i64)>, i64, i64, i64, Vec<u32>, i64)> {
+    /// Attempts (duration, cores, mem), K, CPU cap, RAM cap, order, deadline.
+    type Instance = (Vec<(i64, i64, i64)>, i64, i64, i64, Vec<u32>, i64);
+
+    fn instance() -> impl Strategy<Value = Instance> {
         (1usize..24)
             .prop_flat_map(|n| {
                 (

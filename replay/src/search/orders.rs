@@ -251,7 +251,13 @@ impl Structure {
     /// 0: highest duty first; 1: lowest first; 2: highest first, each window of `k`
     /// consecutive attempts longest first; 3: tasks by mean duty, highest first; then
     /// highest first under random duty perturbations (spread `spread`).
-    pub(super) fn duty_order(&self, i: u64, k: usize, spread: f64, rng: &mut ChaCha8Rng) -> Vec<u32> {
+    pub(super) fn duty_order(
+        &self,
+        i: u64,
+        k: usize,
+        spread: f64,
+        rng: &mut ChaCha8Rng,
+    ) -> Vec<u32> {
         let n = self.n();
         let q = &self.request_len;
         let d = &self.duration;
@@ -299,9 +305,14 @@ impl Structure {
         o
     }
 
-
     /// Candidate `i` of the partial simultaneous-start family, from `base`.
-    pub(super) fn group_starts(&self, g: &GridInstance, base: &Plan, i: u64, rng: &mut ChaCha8Rng) -> Plan {
+    pub(super) fn group_starts(
+        &self,
+        g: &GridInstance,
+        base: &Plan,
+        i: u64,
+        rng: &mut ChaCha8Rng,
+    ) -> Plan {
         let order = base.attempt_order();
         let full = i < 2;
         let p = if full { 1.0 } else { 0.2 + 0.8 * unit_f64(rng) };

@@ -66,15 +66,16 @@ pub(super) fn run(
 
     // 2, 3. Random orders and task-group orders, from per-candidate streams.
     let n = g.len();
-    let fixed_count = |state: &mut State, family: Family, count: u32, make: &dyn Fn(u64) -> Vec<u32>| {
-        let mut start = 0u64;
-        while start < u64::from(count) {
-            let end = (start + MAX_BATCH as u64 / 2).min(u64::from(count));
-            let orders: Vec<Vec<u32>> = (start..end).map(make).collect();
-            fold_orders(state, pool, g, family, start, orders, &Decoder::BOTH);
-            start = end;
-        }
-    };
+    let fixed_count =
+        |state: &mut State, family: Family, count: u32, make: &dyn Fn(u64) -> Vec<u32>| {
+            let mut start = 0u64;
+            while start < u64::from(count) {
+                let end = (start + MAX_BATCH as u64 / 2).min(u64::from(count));
+                let orders: Vec<Vec<u32>> = (start..end).map(make).collect();
+                fold_orders(state, pool, g, family, start, orders, &Decoder::BOTH);
+                start = end;
+            }
+        };
     let rseed = seeds.of(Family::RandomOrder);
     fixed_count(state, Family::RandomOrder, budget.random_orders, &|i| {
         random_order(n, &mut candidate_rng(&rseed, i))
@@ -105,7 +106,15 @@ pub(super) fn run(
                 perturbed_order(g, base, spread, &mut candidate_rng(&pseed, i), &mut bf)
             })
             .collect();
-        fold_orders(state, pool, g, Family::Perturbation, start, orders, &Decoder::BOTH);
+        fold_orders(
+            state,
+            pool,
+            g,
+            Family::Perturbation,
+            start,
+            orders,
+            &Decoder::BOTH,
+        );
         start = end;
     }
 

@@ -1,9 +1,9 @@
 //! The search's running state: the bests per objective under the tie rule, the Pareto
 //! front, per-family counts and the trace, folded in candidate order.
 
+use super::decode::Decoder;
 use super::families::{Family, FamilyStats};
 use crate::accounting::{cache_hours, gpu_hours};
-use super::decode::Decoder;
 use crate::evaluate::{Evaluation, Plan, start_order_of};
 use crate::lns::Objective;
 use crate::seeded::beats;
@@ -124,7 +124,9 @@ impl State {
         self.evaluated += 1;
         self.stat(family).evaluated += 1;
         match (eval, decoder) {
-            (Some(e), _) => self.consider(family, Some(Plan::from_order(order)), e, candidate, label),
+            (Some(e), _) => {
+                self.consider(family, Some(Plan::from_order(order)), e, candidate, label)
+            }
             (None, Decoder::Serial) => self.stat(family).rejected_cap += 1,
             (None, Decoder::Backfill) => self.stat(family).rejected_deadline += 1,
         }
