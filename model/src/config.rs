@@ -246,6 +246,35 @@ pub struct SearchConfig {
     /// The LP lower bounds solved with HiGHS (issue 7), with their budgets (counts).
     #[serde(default)]
     pub lp_bounds: LpBoundsConfig,
+    /// Which search runs: the study's own method (`seed`) or this project's (`extended`,
+    /// the default, which runs the seed profile's candidates first, so it is never worse).
+    #[serde(default)]
+    pub profile: SearchProfile,
+}
+
+/// The schedule search's profile (`search.profile` in `pipeline.yaml`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchProfile {
+    /// Only the study's families: fixed priority orders, random orders, perturbations of
+    /// the best order, random task-group orders and swaps/moves from the best order, each
+    /// order decoded by both the serial (no overtaking) and the backfilling list schedule.
+    Seed,
+    /// The seed profile's candidates first (same candidates and random draws), then the
+    /// rest of the budget spent adaptively over order moves, constructions and start-time
+    /// neighbourhood search.
+    #[default]
+    Extended,
+}
+
+impl SearchProfile {
+    /// Lowercase name used in `pipeline.yaml` and the outputs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchProfile::Seed => "seed",
+            SearchProfile::Extended => "extended",
+        }
+    }
 }
 
 /// Budgets of the LP lower bounds (counts, never seconds). A bound whose budget runs out
@@ -288,27 +317,36 @@ impl Default for LpBoundsConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct SearchBudget {
-    /// List schedules under random duration perturbations, per workload.
+    /// Seed profile: uniformly random orders per workload (each decoded both ways).
+    pub random_orders: u32,
+    /// Seed profile: re-sequencings of the best order under random duration perturbations,
+    /// per workload (each decoded both ways).
     pub perturbations: u32,
     /// Relative spread of a duration perturbation (uniform in `[1-s, 1+s]`).
     pub perturbation_spread: f64,
-    /// Local swap and move candidates from the best found, per objective and workload.
+    /// Seed profile: orders with one to four swaps or moves from the best order, per
+    /// objective and workload (each decoded both ways).
     pub local_moves: u32,
-    /// Partial simultaneous-start candidates per workload.
+    /// Extended profile: most partial simultaneous-start candidates per workload.
     pub group_starts: u32,
-    /// Repeated-task grouping candidates (a task's attempts kept adjacent) per workload.
+    /// Seed profile: task-group orders (a task's attempts kept adjacent) per workload.
     pub task_groupings: u32,
-    /// Local-move candidates generated from the same best schedule before re-basing on the
-    /// new best (the hill-climbing step; results depend on it, thread count does not).
+    /// Orders (or candidates) generated from the same best schedule before re-basing on the
+    /// new best (the hill-climbing step, and the size of an adaptive batch; results depend
+    /// on it, thread count does not).
     pub local_move_batch: u32,
-    /// List schedules ordered by request duty `req/d` (and variants) per workload.
+    /// Extended profile: schedules ordered by request duty `req/d` (and variants) per
+    /// workload.
     pub duty_orders: u32,
-    /// List schedules of whole blob groups (a repository's tasks together, a task's
-    /// attempts together) per workload; after the first batch the group order is searched
-    /// from the family's best.
+    /// Extended profile: most schedules of whole blob groups (a repository's tasks together,
+    /// a task's attempts together) per workload; after the first batch the group order is
+    /// searched from the family's best.
     pub blob_group_orders: u32,
-    /// Rounds of the start-time neighbourhood search per objective (GPU, cache) and
-    /// workload; each round restarts its chains from the best found so far.
+    /// Extended profile: operator batches after the seed profile's candidates, per
+    /// workload, alternately for GPU and cache, each operator chosen by its success so far.
+    pub adaptive_batches: u32,
+    /// Extended profile: most rounds of the start-time neighbourhood search per objective
+    /// (GPU, cache) and workload; each round restarts its chains from the best so far.
     pub lns_rounds: u32,
     /// Independent chains per round (run in parallel, folded in chain order).
     pub lns_chains: u32,
@@ -323,6 +361,7 @@ pub struct SearchBudget {
 impl Default for SearchBudget {
     fn default() -> Self {
         SearchBudget {
+            random_orders: 32,
             perturbations: 64,
             perturbation_spread: 0.25,
             local_moves: 256,
@@ -331,6 +370,7 @@ impl Default for SearchBudget {
             local_move_batch: 32,
             duty_orders: 24,
             blob_group_orders: 1024,
+            adaptive_batches: 48,
             lns_rounds: 6,
             lns_chains: 4,
             lns_moves: 1000,

@@ -1,6 +1,6 @@
 //! The pipeline.yaml / manifest contract: every refusal names the file, line and field.
 
-use model::config::{LocationKind, load_config, load_config_str};
+use model::config::{LocationKind, SearchProfile, load_config, load_config_str};
 use model::{ConfigError, WorkloadId};
 use std::path::Path;
 
@@ -88,6 +88,27 @@ fn good_config_loads_with_archives_and_defaults() {
     );
     assert_eq!(c.config.ingest.parallel, 4);
     assert_eq!(c.sha256.len(), 64);
+}
+
+#[test]
+fn search_profile_defaults_to_extended_and_takes_seed() {
+    let (_d, r) = with_files(GOOD, MANIFEST);
+    assert_eq!(r.unwrap().config.search.profile, SearchProfile::Extended);
+    let y = GOOD.replace(
+        "  order: [tmax, deepswe]\n",
+        "  order: [tmax, deepswe]\n  profile: seed\n",
+    );
+    let (_d, r) = with_files(&y, MANIFEST);
+    assert_eq!(r.unwrap().config.search.profile, SearchProfile::Seed);
+    let y = GOOD.replace(
+        "  order: [tmax, deepswe]\n",
+        "  order: [tmax, deepswe]\n  profile: fast\n",
+    );
+    assert!(
+        err(&y).starts_with("pipeline.yaml:18: field `search.profile`: unknown variant `fast`"),
+        "{}",
+        err(&y)
+    );
 }
 
 #[test]

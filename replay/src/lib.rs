@@ -19,13 +19,14 @@ pub mod output;
 pub mod profile;
 pub mod schemas;
 pub mod search;
+pub mod seeded;
 pub mod synthetic;
 pub mod validate;
 
 pub use accounting::{Resource, ResourceHours};
 pub use error::ReplayError;
 pub use input::{AttemptInput, BlobInput, ReplayInput, WorkloadInstance, load_input};
-pub use search::{Family, FamilyStats, ReplayBudget, RngRecord, TraceRow};
+pub use search::{AdaptiveRecord, Family, FamilyStats, ReplayBudget, RngRecord, TraceRow};
 
 use evaluate::GridInstance;
 use model::WorkloadId;
@@ -119,8 +120,11 @@ pub struct WorkloadReport {
     pub candidates_evaluated: u64,
     /// Per-family counts (evaluated, rejected, improvements).
     pub families: Vec<FamilyStats>,
-    /// Best GPU and cache hours after the seed's families only (before issue 7's).
-    pub seed_families_best: (f64, f64),
+    /// Best GPU and cache hours of the seed profile (the study's method): in an extended
+    /// run, after its seed phase (the same candidates); in a seed run, the best found.
+    pub seed_profile_best: (f64, f64),
+    /// What the extended profile's adaptive phase chose (empty for the seed profile).
+    pub adaptive: AdaptiveRecord,
     /// The Pareto front of GPU vs cache over the feasible candidates, by GPU ascending.
     pub pareto: Vec<ParetoPoint>,
     /// Best so far per objective after each batch.
@@ -187,7 +191,7 @@ fn replay_with_pool(
     timings: &mut RunTimings,
 ) -> Result<(ReplayReport, Vec<ScheduleFailure>), ReplayError> {
     timings.threads = pool.current_num_threads();
-    let budget = ReplayBudget::from_config(&search.budget);
+    let budget = ReplayBudget::from_config(search);
     let mut shared = ChaCha8Rng::seed_from_u64(search.seed);
     let mut workloads = Vec::new();
     let mut failures = Vec::new();
@@ -362,7 +366,8 @@ fn replay_workload(
             selected,
             candidates_evaluated: outcome.evaluated,
             families: outcome.stats,
-            seed_families_best: outcome.seed_best,
+            seed_profile_best: outcome.seed_best,
+            adaptive: outcome.adaptive,
             pareto,
             trace: outcome.trace,
             rng: outcome.rng,

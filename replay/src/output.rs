@@ -119,7 +119,7 @@ pub fn write_outputs(
     // bounds.parquet.
     let (mut w, mut r, mut lb, mut hold, mut fi, mut best, mut gap) =
         (vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-    let (mut bb, mut cgap) = (vec![], vec![]);
+    let (mut bb, mut cgap, mut seedb) = (vec![], vec![], vec![]);
     let (mut lpb, mut lps): (Vec<Option<f64>>, Vec<Option<&str>>) = (vec![], vec![]);
     for wr in &report.workloads {
         for res in crate::Resource::ALL {
@@ -132,6 +132,11 @@ pub fn write_outputs(
             lps.push(lp.map(|b| b.status.as_str()));
             let l = wr.lower_bounds.get(res);
             let b = wr.best_found.get(res);
+            seedb.push(match res {
+                crate::Resource::Gpu => Some(wr.seed_profile_best.0),
+                crate::Resource::Cache => Some(wr.seed_profile_best.1),
+                _ => None,
+            });
             w.push(wr.workload.as_str());
             r.push(res.as_str());
             lb.push(l);
@@ -159,6 +164,7 @@ pub fn write_outputs(
         "fifo_holding_h" => hold,
         "fifo_ideal_h" => fi,
         "best_found_h" => best,
+        "seed_profile_best_h" => seedb,
         "gap_pct" => gap,
         "best_bound_h" => bb,
         "certified_gap_pct" => cgap,
@@ -271,10 +277,11 @@ pub fn write_outputs(
                 "selected": wr.selected,
                 "candidates_evaluated": wr.candidates_evaluated,
                 "search_summary": wr.families,
-                "seed_families_best_h": {
-                    "gpu": wr.seed_families_best.0,
-                    "cache": wr.seed_families_best.1,
+                "seed_profile_best_h": {
+                    "gpu": wr.seed_profile_best.0,
+                    "cache": wr.seed_profile_best.1,
                 },
+                "adaptive": wr.adaptive,
                 "pareto_points": wr.pareto.len(),
                 "rng": wr.rng,
             })

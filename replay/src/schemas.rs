@@ -16,19 +16,17 @@ pub const SCHEDULE_NAMES: &[&str] = &[
 const RESOURCES: &[&str] = &["cpu", "ram", "gpu", "cache"];
 const LP_STATUSES: &[&str] = &["converged", "budget_exhausted", "skipped"];
 const OBJECTIVES: &[&str] = &["gpu", "cache", "makespan"];
-const FAMILIES: &[&str] = &[
-    "priority_order",
-    "perturbation",
-    "task_grouping",
-    "group_start",
-    "local_move_gpu",
-    "local_move_cache",
-    "first_fit_order",
-    "duty_order",
-    "blob_group_order",
-    "lns_gpu",
-    "lns_cache",
-];
+/// The family names, from [`crate::search::Family::ALL`] (the one list).
+const FAMILY_NAMES: [&str; crate::search::Family::ALL.len()] = {
+    let mut names = [""; crate::search::Family::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = crate::search::Family::ALL[i].as_str();
+        i += 1;
+    }
+    names
+};
+const FAMILIES: &[&str] = &FAMILY_NAMES;
 
 /// `schedules.parquet`.
 pub const SCHEDULES: FrameSpec = FrameSpec {
@@ -73,6 +71,12 @@ pub const BOUNDS: FrameSpec = FrameSpec {
             F64,
             false,
             "Smallest ideal value found by the search (CPU/RAM: the invariant ideal value), hours.",
+        ),
+        col(
+            "seed_profile_best_h",
+            F64,
+            true,
+            "GPU and cache: the best the seed profile (the study's method) finds, hours; in the default (extended) run it is the best after its seed phase, which runs exactly the seed profile's candidates first, so best_found_h is never larger. Null for CPU/RAM.",
         ),
         col(
             "gap_pct",

@@ -250,6 +250,7 @@ fn whole_stage_on_the_accounting_instance() {
             ..Default::default()
         },
         lp_bounds: Default::default(),
+        profile: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();
@@ -264,7 +265,7 @@ fn whole_stage_on_the_accounting_instance() {
     assert!(w.selected.iter().all(|s| s.validated));
     // Priority orders alone evaluate 7 candidates; the FIFO is candidate 0.
     assert_eq!(w.selected[0].candidate, 0);
-    assert_eq!(w.selected[0].found_by, "priority_order:fifo");
+    assert_eq!(w.selected[0].found_by, "priority_order:fifo/serial");
     assert!(w.best_found.gpu <= w.fifo_ideal.gpu && w.best_found.gpu >= w.lower_bounds.gpu);
 }
 
@@ -327,6 +328,7 @@ fn an_empty_workload_replays_to_zeros() {
         order: vec![WorkloadId::Tmax],
         budget: model::config::SearchBudget::default(),
         lp_bounds: Default::default(),
+        profile: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();

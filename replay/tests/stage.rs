@@ -19,7 +19,7 @@ const DETERMINISTIC_OUTPUTS: [&str; 6] = [
     "pareto.parquet",
     "replay.json",
 ];
-const BUDGET: &str = "{ perturbations: 8, perturbation_spread: 0.3, local_moves: 64, group_starts: 6, duty_orders: 8, blob_group_orders: 16, lns_rounds: 2, lns_chains: 2, lns_moves: 60 }";
+const BUDGET: &str = "{ perturbations: 8, perturbation_spread: 0.3, local_moves: 64, group_starts: 6, duty_orders: 8, blob_group_orders: 16, lns_rounds: 2, lns_chains: 2, lns_moves: 60, adaptive_batches: 10 }";
 
 fn instances() -> Vec<WorkloadInstance> {
     let mut tmax = SyntheticShape::tmax();
@@ -105,24 +105,33 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
             families,
             [
                 "priority_order",
-                "perturbation",
+                "random_order",
                 "task_grouping",
-                "group_start",
+                "perturbation",
                 "local_move_gpu",
                 "local_move_cache",
+                "group_start",
                 "first_fit_order",
                 "duty_order",
                 "blob_group_order",
+                "order_move_gpu",
+                "order_move_cache",
                 "lns_gpu",
                 "lns_cache"
             ]
         );
         let evaluated: u64 = w.families.iter().map(|f| f.evaluated).sum();
         assert_eq!(evaluated, w.candidates_evaluated);
+        // The seed phase: every order (8 priority, 32 random, 16 task groupings, 8
+        // perturbations, 2 x 64 local moves) decoded both ways; then 10 adaptive batches.
+        assert_eq!(w.adaptive.seed_candidates, 2 * (8 + 32 + 16 + 8 + 2 * 64));
         assert_eq!(
             evaluated,
-            7 + 8 + 16 + 6 + 64 + 64 + 7 + 8 + 16 + 2 * (2 * 2 * 60)
+            w.adaptive.seed_candidates + w.adaptive.candidates
         );
+        assert_eq!(w.adaptive.choices.len(), 10);
+        assert!(w.best_found.gpu <= w.seed_profile_best.0);
+        assert!(w.best_found.cache <= w.seed_profile_best.1);
         // The best valid bound is at least the SPEC's and at most the best found; the
         // Pareto front is validated and holds best_joint.
         for r in replay::Resource::ALL {

@@ -83,6 +83,7 @@ fn report_renders_with_charts_and_figures() {
         "## Selected schedules",
         "## Assumptions of the accounting model",
         "certified gap %",
+        "seed profile best",
     ] {
         assert!(md.contains(section), "missing section {section}");
     }

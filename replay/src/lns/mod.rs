@@ -1,0 +1,368 @@
+//! Neighbourhood search on start times (issue 7): from a feasible schedule, remove one to a
+//! few attempts (at random, by shared blob, by time window, or from the tail), reinsert each
+//! at its best feasible start, and accept by late acceptance. Schedules found this way need
+//! not be list schedules; feasibility (K, both caps, D) is checked directly against a
+//! profile of the other attempts, and the independent validator checks every selected one.
+//!
+//! Everything is exact integer arithmetic on the nanosecond grid. The GPU union and the
+//! cache byte-ns are kept incrementally: removing or inserting an attempt changes them by
+//! its uncovered request time (its requests are disjoint) and, per blob, by its uncovered
+//! lifetime, both read from the gap sets of the others' covers ([`crate::cover`]).
+
+mod context;
+mod moves;
+mod state;
+
+pub use context::LnsContext;
+
+use crate::evaluate::GridInstance;
+use crate::seeded::{beats_exact, below};
+use moves::{cost, reinsert, removal_set};
+use rand_chacha::ChaCha8Rng;
+use state::StartState;
+
+/// Most jumps of a feasible-start search from one candidate start (a candidate whose
+/// search needs more is dropped; the attempt's old start always remains a candidate).
+pub(crate) const FEASIBLE_STEPS: usize = 4;
+
+/// Which objective a chain minimizes (the other one breaks ties).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Objective {
+    /// GPU union of all requests.
+    Gpu,
+    /// Cache byte-ns.
+    Cache,
+}
+
+/// Knobs of one chain (counts).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChainParams {
+    /// Moves (each removes and reinserts a few attempts).
+    pub moves: u32,
+    /// Most attempts removed by one move.
+    pub max_removed: u32,
+    /// Late-acceptance history length.
+    pub late_acceptance: u32,
+}
+
+/// A schedule the chain visited that no other visited schedule dominated (GPU, cache).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainPoint {
+    /// Starts, ns.
+    pub starts: Vec<i64>,
+    /// GPU union, ns (incremental; re-derived exactly by the caller).
+    pub gpu_union: i64,
+    /// Cache byte-ns (incremental).
+    pub cache_byte_ns: u128,
+    /// Latest end, ns.
+    pub makespan: i64,
+    /// The move after which it was visited (0 = the starting schedule).
+    pub found_at_move: u64,
+}
+
+/// What one chain did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainOutcome {
+    /// The schedules the chain offers the search, in the order they were visited: those no
+    /// other visited schedule dominated on (GPU, cache), an equal pair kept only with a
+    /// smaller makespan; then, if not among them, the fastest visited schedule and the
+    /// best one on the chain's objective under the search's tie rule (values within a
+    /// relative 1e-9 prefer the smaller makespan).
+    pub archive: Vec<ChainPoint>,
+    /// Moves tried.
+    pub moves: u64,
+    /// Moves with an attempt that found no feasible start by D (undone).
+    pub infeasible: u64,
+    /// Moves accepted.
+    pub accepted: u64,
+    /// Accepted moves that left some removed attempt at another start (the others put
+    /// every attempt back where it was).
+    pub moved: u64,
+    /// Reinsertions decided by the other objective (several candidate starts tied on the
+    /// chain's own).
+    pub tie_breaks: u64,
+}
+
+/// Whether `b` makes `a` redundant, both as (GPU, cache, makespan): at least as good on
+/// both objectives, and better on one or (equal on both) no slower. The chains' archives and
+/// the search's Pareto front keep points by it.
+pub(crate) fn dominated_by(a: (i64, u128, i64), b: (i64, u128, i64)) -> bool {
+    b.0 <= a.0 && b.1 <= a.1 && (b.0 < a.0 || b.1 < a.1 || b.2 <= a.2)
+}
+
+/// A schedule the chain keeps aside (the fastest, the best on its objective): the archive
+/// point visited after move `at` while the archive holds it, else its own copy.
+#[derive(Debug)]
+enum Kept {
+    InArchive(u64),
+    Owned(ChainPoint),
+}
+
+impl Kept {
+    /// The state just visited after move `at`: a reference when the archive took it.
+    fn of(st: &StartState, archive: &[ChainPoint], at: u64) -> Kept {
+        if archive.last().is_some_and(|x| x.found_at_move == at) {
+            Kept::InArchive(at)
+        } else {
+            Kept::Owned(st.point(at))
+        }
+    }
+}
+
+/// Add the current state to the archive unless a visited schedule makes it redundant; the
+/// points it makes redundant leave, into `kept` when one of them is kept aside.
+fn archive_add(archive: &mut Vec<ChainPoint>, st: &StartState, at: u64, kept: &mut [&mut Kept]) {
+    let p = (st.gpu_union, st.cache_byte_ns, st.makespan());
+    if archive
+        .iter()
+        .any(|x| dominated_by(p, (x.gpu_union, x.cache_byte_ns, x.makespan)))
+    {
+        return;
+    }
+    let mut i = 0;
+    while i < archive.len() {
+        let x = &archive[i];
+        if dominated_by((x.gpu_union, x.cache_byte_ns, x.makespan), p) {
+            let gone = archive.remove(i);
+            for k in kept.iter_mut() {
+                if matches!(**k, Kept::InArchive(at) if at == gone.found_at_move) {
+                    **k = Kept::Owned(gone.clone());
+                }
+            }
+        } else {
+            i += 1;
+        }
+    }
+    archive.push(st.point(at));
+}
+
+/// Place attempts in `order` one by one at their first-fit start (a backfilling list
+/// schedule: a later attempt may start before an earlier one where it fits). Each search
+/// starts one longest duration before the previous attempt's start. `None` when an attempt
+/// cannot end by D.
+pub fn first_fit_schedule(g: &GridInstance, ctx: &LnsContext, order: &[u32]) -> Option<Vec<i64>> {
+    let mut st = StartState::empty(g, ctx, false);
+    let mut prev = 0i64;
+    for &j in order {
+        let s = st.first_fit(g, ctx, j, prev - ctx.dmax)?;
+        st.place_profile(g, j, s);
+        prev = s;
+    }
+    Some(st.starts)
+}
+
+/// Run one chain from the feasible schedule `start` (its starts must respect K, both caps
+/// and D). Deterministic in `rng`.
+pub fn run_chain(
+    g: &GridInstance,
+    ctx: &LnsContext,
+    start: &[i64],
+    objective: Objective,
+    params: ChainParams,
+    rng: &mut ChaCha8Rng,
+) -> ChainOutcome {
+    let mut st = StartState::new(g, ctx, start);
+    // The cache chain brings the request cover up to date only where it is read: at a GPU
+    // tie-break and for the archive after an accepted move.
+    st.eager_cover = objective == Objective::Gpu;
+    let mut out = ChainOutcome {
+        archive: Vec::new(),
+        moves: 0,
+        infeasible: 0,
+        accepted: 0,
+        moved: 0,
+        tie_breaks: 0,
+    };
+    archive_add(&mut out.archive, &st, 0, &mut []);
+    if g.is_empty() {
+        return out;
+    }
+    // The fastest visited schedule and the best on the objective by the tie rule.
+    let mut fastest = Kept::InArchive(0);
+    let mut best = Kept::InArchive(0);
+    let (mut fastest_mk, mut best_cost, mut best_mk) =
+        (st.makespan(), cost(&st, objective), st.makespan());
+    let late = params.late_acceptance.max(1) as usize;
+    let mut history = vec![cost(&st, objective); late];
+    for m in 0..u64::from(params.moves) {
+        out.moves += 1;
+        let before = cost(&st, objective);
+        let set = removal_set(g, ctx, &st, params.max_removed, rng);
+        let olds: Vec<i64> = set.iter().map(|&j| st.starts[j as usize]).collect();
+        for &j in &set {
+            st.remove(g, j);
+        }
+        let mut order = set.clone();
+        for i in (1..order.len()).rev() {
+            let k = below(rng, i as u64 + 1) as usize;
+            order.swap(i, k);
+        }
+        let mut placed: Vec<u32> = Vec::new();
+        let mut ok = true;
+        for &j in &order {
+            let old = olds[set.iter().position(|&x| x == j).unwrap_or(0)];
+            if reinsert(g, ctx, &mut st, j, old, objective, rng) {
+                placed.push(j);
+            } else {
+                ok = false;
+                break;
+            }
+        }
+        let after = cost(&st, objective);
+        let slot = (m as usize) % late;
+        let accept = ok && (after <= before || after <= history[slot]);
+        if accept {
+            out.accepted += 1;
+            if set
+                .iter()
+                .zip(&olds)
+                .any(|(&j, &s)| st.starts[j as usize] != s)
+            {
+                out.moved += 1;
+            }
+            st.sync_cover(g);
+            archive_add(&mut out.archive, &st, m + 1, &mut [&mut fastest, &mut best]);
+            let (mk, c) = (st.makespan(), cost(&st, objective));
+            if mk < fastest_mk {
+                fastest = Kept::of(&st, &out.archive, m + 1);
+                fastest_mk = mk;
+            }
+            if beats_exact(c, mk, best_cost, best_mk) {
+                best = Kept::of(&st, &out.archive, m + 1);
+                (best_cost, best_mk) = (c, mk);
+            }
+        } else {
+            if !ok {
+                out.infeasible += 1;
+            }
+            for &j in &placed {
+                st.remove(g, j);
+            }
+            for (&j, &s) in set.iter().zip(&olds) {
+                st.insert(g, j, s);
+            }
+        }
+        history[slot] = cost(&st, objective);
+    }
+    for k in [fastest, best] {
+        if let Kept::Owned(p) = k
+            && p.found_at_move > 0
+            && !out
+                .archive
+                .iter()
+                .any(|x| x.found_at_move == p.found_at_move)
+        {
+            out.archive.push(p);
+        }
+    }
+    out.archive.sort_by_key(|p| p.found_at_move);
+    out.tie_breaks = st.tie_breaks;
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{Plan, Scratch, cache_byte_ns, evaluate, gpu_union, start_order_of};
+    use crate::synthetic::{SyntheticShape, synthetic_instance};
+    use rand_chacha::rand_core::SeedableRng;
+
+    #[test]
+    fn equal_objectives_keep_the_faster_schedule_and_near_ties_prefer_it() {
+        // (GPU, cache, makespan)
+        assert!(dominated_by((5, 5, 10), (5, 5, 9)));
+        assert!(!dominated_by((5, 5, 9), (5, 5, 10)));
+        assert!(
+            dominated_by((5, 5, 10), (5, 5, 10)),
+            "the first of equals stays"
+        );
+        assert!(dominated_by((5, 6, 1), (5, 5, 100)));
+        assert!(!dominated_by((4, 6, 1), (5, 5, 0)));
+        // Within a relative 1e-9 the smaller makespan wins; beyond it the smaller value.
+        let v = 1_000_000_000_000u128;
+        assert!(beats_exact(v + 1, 9, v, 10));
+        assert!(!beats_exact(v + 1, 10, v, 9));
+        assert!(!beats_exact(v + 1, 10, v, 10));
+        assert!(!beats_exact(v + 10_000, 1, v, 10));
+        assert!(beats_exact(v - 10_000, 99, v, 10));
+    }
+
+    #[test]
+    fn incremental_values_equal_a_full_recomputation_and_stay_feasible() {
+        let mut shape = SyntheticShape::deepswe();
+        shape.tasks = 30;
+        shape.repos = 4;
+        shape.requests_per_attempt = 10;
+        let inst = synthetic_instance(&shape).unwrap();
+        let g = GridInstance::new(&inst);
+        let mut scratch = Scratch::new();
+        let fifo = evaluate(
+            &g,
+            &Plan::from_order(&(0..g.len() as u32).collect::<Vec<_>>()),
+            &mut scratch,
+        )
+        .unwrap();
+        let ctx = LnsContext::new(&g, fifo.makespan);
+        let st = StartState::new(&g, &ctx, &fifo.starts);
+        assert_eq!(st.gpu_union, fifo.gpu_union);
+        assert_eq!(st.cache_byte_ns, fifo.cache_byte_ns);
+        for objective in [Objective::Gpu, Objective::Cache] {
+            let mut rng = ChaCha8Rng::seed_from_u64(5);
+            let params = ChainParams {
+                moves: 300,
+                max_removed: 3,
+                late_acceptance: 16,
+            };
+            let out = run_chain(&g, &ctx, &fifo.starts, objective, params, &mut rng);
+            assert_eq!(out.moves, 300);
+            assert!(out.accepted > 0);
+            let best = out
+                .archive
+                .iter()
+                .map(|p| match objective {
+                    Objective::Gpu => p.gpu_union as u128,
+                    Objective::Cache => p.cache_byte_ns,
+                })
+                .min()
+                .unwrap();
+            let fifo_value = match objective {
+                Objective::Gpu => fifo.gpu_union as u128,
+                Objective::Cache => fifo.cache_byte_ns,
+            };
+            assert!(best < fifo_value, "{objective:?}: {best} !< {fifo_value}");
+            // Offered once each, in the order visited.
+            assert!(
+                out.archive
+                    .windows(2)
+                    .all(|w| w[0].found_at_move < w[1].found_at_move)
+            );
+            for p in &out.archive {
+                let mk = p
+                    .starts
+                    .iter()
+                    .zip(&g.duration)
+                    .map(|(s, d)| s + d)
+                    .max()
+                    .unwrap();
+                assert!(mk <= fifo.makespan);
+                assert_eq!(p.makespan, mk);
+                assert!(p.starts.iter().all(|&s| s >= 0));
+                assert_eq!(p.gpu_union, gpu_union(&g, &p.starts, mk, &mut scratch));
+                let order = start_order_of(&p.starts);
+                assert_eq!(
+                    p.cache_byte_ns,
+                    cache_byte_ns(&g, &p.starts, &order, &mut scratch)
+                );
+                // Concurrency and both caps at every start instant.
+                for &t in &p.starts {
+                    let running: Vec<usize> = (0..g.len())
+                        .filter(|&j| p.starts[j] <= t && t < p.starts[j] + g.duration[j])
+                        .collect();
+                    assert!(running.len() as i64 <= g.concurrency);
+                    assert!(running.iter().map(|&j| g.cores[j]).sum::<i64>() <= g.cap_cores);
+                    assert!(running.iter().map(|&j| g.mem[j]).sum::<i64>() <= g.cap_mem);
+                }
+            }
+        }
+    }
+}

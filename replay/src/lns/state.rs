@@ -1,0 +1,412 @@
+//! A chain's state: the starts plus the indexes kept between moves (lifetime sets, the step
+//! profile of K and both caps, per-blob lifetime covers, the request cover), with the exact
+//! incremental GPU union and cache byte-ns, and the feasible-start searches.
+
+use super::context::LnsContext;
+use super::{ChainPoint, FEASIBLE_STEPS};
+use crate::cover::{BlobCover, RequestCover};
+use crate::evaluate::{GridInstance, Scratch, evaluate_starts};
+use crate::profile::{StepProfile, Use};
+use std::collections::BTreeSet;
+
+/// The chain's state: starts plus indexes of the placed attempts, all kept between moves.
+#[derive(Debug, Clone)]
+pub(super) struct StartState {
+    pub(super) starts: Vec<i64>,
+    /// Placed lifetimes, (start, end, attempt).
+    pub(super) life: BTreeSet<(i64, i64, u32)>,
+    /// Placed (end, attempt).
+    pub(super) by_end: BTreeSet<(i64, u32)>,
+    /// Per blob, its placed users' lifetimes and the gaps of their union.
+    pub(super) blobs: Vec<BlobCover>,
+    /// The placed requests' cover (per-bucket counts and the gaps of their union).
+    pub(super) cover: Option<RequestCover>,
+    /// Running count, cores and memory over time.
+    pub(super) profile: StepProfile,
+    /// Whether each attempt is placed.
+    pub(super) placed: Vec<bool>,
+    /// Whether the request cover follows every insert and remove at once (the GPU chain
+    /// reads it at every candidate start), or only when [`StartState::sync_cover`] runs.
+    pub(super) eager_cover: bool,
+    /// Per attempt, the start its requests have in the cover (`None`: not in it).
+    pub(super) cover_at: Vec<Option<i64>>,
+    /// Attempts inserted or removed since the cover was last brought up to date.
+    pub(super) stale: Vec<u32>,
+    /// Whether each attempt is in `stale`.
+    pub(super) is_stale: Vec<bool>,
+    /// GPU union of the requests in the cover (current after a sync).
+    pub(super) gpu_union: i64,
+    /// Reinsertions decided by the other objective so far.
+    pub(super) tie_breaks: u64,
+    pub(super) cache_byte_ns: u128,
+}
+
+impl StartState {
+    pub(super) fn empty(g: &GridInstance, ctx: &LnsContext, with_covers: bool) -> Self {
+        let mean = if g.is_empty() {
+            1
+        } else {
+            g.duration.iter().sum::<i64>() / g.len() as i64
+        };
+        StartState {
+            starts: vec![0; g.len()],
+            life: BTreeSet::new(),
+            by_end: BTreeSet::new(),
+            blobs: if with_covers {
+                ctx.blob_dmax.iter().map(|&d| BlobCover::new(d)).collect()
+            } else {
+                Vec::new()
+            },
+            cover: with_covers.then(|| {
+                RequestCover::new(
+                    ctx.shift,
+                    (ctx.deadline.max(0) >> ctx.shift) as usize + 1,
+                    g.request_count(),
+                )
+            }),
+            profile: StepProfile::new(mean),
+            placed: vec![false; g.len()],
+            eager_cover: true,
+            cover_at: vec![None; g.len()],
+            stale: Vec::new(),
+            is_stale: vec![false; g.len()],
+            gpu_union: 0,
+            tie_breaks: 0,
+            cache_byte_ns: 0,
+        }
+    }
+
+    /// The state of a whole schedule; its objective values come from the evaluator's sweeps
+    /// (equal, exactly, to inserting the attempts one by one).
+    pub(super) fn new(g: &GridInstance, ctx: &LnsContext, starts: &[i64]) -> Self {
+        let mut st = StartState::empty(g, ctx, true);
+        let mut lives: Vec<Vec<(i64, i64, u32)>> = vec![Vec::new(); g.blob_bytes.len()];
+        let mut intervals: Vec<(i64, i64)> = Vec::with_capacity(g.request_count());
+        for (j, &s) in starts.iter().enumerate() {
+            let j32 = j as u32;
+            st.place_profile(g, j32, s);
+            let e = s + g.duration[j];
+            for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
+                lives[b as usize].push((s, e, j32));
+            }
+            st.cover_at[j] = Some(s);
+            let cover = st.cover.as_mut().expect("covers");
+            for k in g.request_first[j]..g.request_first[j + 1] {
+                let (x, y) = (s + g.request_start[k], s + g.request_end[k]);
+                cover.insert_unindexed(x, y, k as u32);
+                intervals.push((x, y));
+            }
+        }
+        st.cover
+            .as_mut()
+            .expect("covers")
+            .rebuild_gaps(&mut intervals);
+        st.blobs = lives
+            .into_iter()
+            .zip(&ctx.blob_dmax)
+            .map(|(l, &d)| BlobCover::from_lifetimes(l, d))
+            .collect();
+        let exact = evaluate_starts(g, starts, &mut Scratch::new());
+        st.gpu_union = exact.gpu_union;
+        st.cache_byte_ns = exact.cache_byte_ns;
+        st
+    }
+
+    pub(super) fn use_of(g: &GridInstance, j: u32) -> Use {
+        let j = j as usize;
+        [1, g.cores[j], g.mem[j]]
+    }
+
+    pub(super) fn caps(g: &GridInstance) -> Use {
+        [g.concurrency, g.cap_cores, g.cap_mem]
+    }
+
+    /// Length of `j`'s requests (offsets) inside `[lo, hi)` (offsets too).
+    #[inline]
+    pub(super) fn request_measure(
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: usize,
+        lo: i64,
+        hi: i64,
+    ) -> i64 {
+        let (first, last) = (g.request_first[j], g.request_first[j + 1]);
+        let starts = &g.request_start[first..last];
+        let ends = &g.request_end[first..last];
+        let i = ends.partition_point(|&e| e <= lo);
+        let k = i + starts[i..].partition_point(|&s| s < hi);
+        if i >= k {
+            return 0;
+        }
+        ctx.request_prefix[first + k]
+            - ctx.request_prefix[first + i]
+            - (lo - starts[i]).max(0)
+            - (ends[k - 1] - hi).max(0)
+    }
+
+    /// Request time of `j` at start `s` not covered by the placed attempts' requests, or
+    /// `None` as soon as it exceeds `bound`: the overlap of its requests with the gaps of
+    /// the placed requests' union.
+    pub(super) fn gpu_uncovered_within(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        s: i64,
+        bound: i64,
+    ) -> Option<i64> {
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        let cover = self.cover.as_ref().expect("covers");
+        let mut unc = 0i64;
+        for &(a, b) in cover.gaps().overlapping(s, e) {
+            unc += Self::request_measure(g, ctx, ju, a.max(s) - s, b.min(e) - s);
+            if unc > bound {
+                return None;
+            }
+        }
+        Some(unc)
+    }
+
+    /// Request time of `j` at start `s` not covered by the placed attempts' requests.
+    pub(super) fn gpu_uncovered(&self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> i64 {
+        self.gpu_uncovered_within(g, ctx, j, s, i64::MAX)
+            .unwrap_or(i64::MAX)
+    }
+
+    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs,
+    /// or `None` as soon as it exceeds `bound`.
+    pub(super) fn cache_uncovered_within(
+        &self,
+        g: &GridInstance,
+        j: u32,
+        s: i64,
+        bound: u128,
+    ) -> Option<u128> {
+        let ju = j as usize;
+        let (x, y) = (s, s + g.duration[ju]);
+        let mut total = 0u128;
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let unc = self.blobs[b as usize].uncovered(x, y);
+            total += u128::from(g.blob_bytes[b as usize]) * unc as u128;
+            if total > bound {
+                return None;
+            }
+        }
+        Some(total)
+    }
+
+    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs.
+    pub(super) fn cache_uncovered(&self, g: &GridInstance, j: u32, s: i64) -> u128 {
+        self.cache_uncovered_within(g, j, s, u128::MAX)
+            .unwrap_or(u128::MAX)
+    }
+
+    /// Add `j` at `s` to the lifetime sets and the profile.
+    pub(super) fn place_profile(&mut self, g: &GridInstance, j: u32, s: i64) {
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        self.starts[ju] = s;
+        self.placed[ju] = true;
+        self.life.insert((s, e, j));
+        self.by_end.insert((e, j));
+        if e > s {
+            self.profile.insert(j, s, e, Self::use_of(g, j));
+        }
+    }
+
+    /// Take `j` (placed at `self.starts[j]`) out of the lifetime sets and the profile.
+    pub(super) fn unplace_profile(&mut self, g: &GridInstance, j: u32) {
+        let ju = j as usize;
+        let s = self.starts[ju];
+        let e = s + g.duration[ju];
+        self.placed[ju] = false;
+        self.life.remove(&(s, e, j));
+        self.by_end.remove(&(e, j));
+        if e > s {
+            self.profile.remove(j, s, e, Self::use_of(g, j));
+        }
+    }
+
+    /// Place `j` at `s`, adding its uncovered request time and byte-ns to the values.
+    pub(super) fn insert(&mut self, g: &GridInstance, j: u32, s: i64) {
+        self.place_profile(g, j, s);
+        let ju = j as usize;
+        let e = s + g.duration[ju];
+        if self.eager_cover {
+            self.cover_insert(g, j, s);
+        } else {
+            self.mark_stale(j);
+        }
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let unc = self.blobs[b as usize].insert(s, e, j);
+            self.cache_byte_ns += u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        }
+    }
+
+    /// Take `j` out, subtracting the request time and byte-ns only it covered.
+    pub(super) fn remove(&mut self, g: &GridInstance, j: u32) {
+        let ju = j as usize;
+        let s = self.starts[ju];
+        let e = s + g.duration[ju];
+        self.unplace_profile(g, j);
+        if self.eager_cover {
+            self.cover_remove(g, j, s);
+        } else {
+            self.mark_stale(j);
+        }
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let unc = self.blobs[b as usize].remove(s, e, j);
+            self.cache_byte_ns -= u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        }
+    }
+
+    /// Put `j`'s requests at start `s` into the cover.
+    pub(super) fn cover_insert(&mut self, g: &GridInstance, j: u32, s: i64) {
+        let ju = j as usize;
+        let cover = self.cover.as_mut().expect("covers");
+        for k in g.request_first[ju]..g.request_first[ju + 1] {
+            self.gpu_union += cover.insert(s + g.request_start[k], s + g.request_end[k], k as u32);
+        }
+        self.cover_at[ju] = Some(s);
+    }
+
+    /// Take `j`'s requests (at start `s`) out of the cover.
+    pub(super) fn cover_remove(&mut self, g: &GridInstance, j: u32, s: i64) {
+        let ju = j as usize;
+        let cover = self.cover.as_mut().expect("covers");
+        for k in g.request_first[ju]..g.request_first[ju + 1] {
+            self.gpu_union -= cover.remove(s + g.request_start[k], s + g.request_end[k], k as u32);
+        }
+        self.cover_at[ju] = None;
+    }
+
+    pub(super) fn mark_stale(&mut self, j: u32) {
+        if !self.is_stale[j as usize] {
+            self.is_stale[j as usize] = true;
+            self.stale.push(j);
+        }
+    }
+
+    /// Bring the request cover and the GPU union up to date with the placed attempts. An
+    /// attempt taken out and put back at the same start costs nothing (the cache chain's
+    /// rejected moves and most of its accepted ones).
+    pub(super) fn sync_cover(&mut self, g: &GridInstance) {
+        let stale = std::mem::take(&mut self.stale);
+        // Removals first, then insertions: the union's value does not depend on the order,
+        // and the cover's state does not either (its gaps are those of the union).
+        for &j in &stale {
+            let ju = j as usize;
+            let want = self.placed[ju].then_some(self.starts[ju]);
+            if let Some(at) = self.cover_at[ju]
+                && want != Some(at)
+            {
+                self.cover_remove(g, j, at);
+            }
+        }
+        for &j in &stale {
+            let ju = j as usize;
+            self.is_stale[ju] = false;
+            let want = self.placed[ju].then_some(self.starts[ju]);
+            if let Some(s) = want
+                && self.cover_at[ju].is_none()
+            {
+                self.cover_insert(g, j, s);
+            }
+        }
+        self.stale = stale;
+        self.stale.clear();
+    }
+
+    /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
+    /// next to the placed attempts, with the earliest end (forward) or latest start
+    /// (backward) among the attempts running then (see [`StepProfile::violation`]).
+    pub(super) fn violation(&self, g: &GridInstance, j: u32, s: i64, forward: bool) -> Option<i64> {
+        let e = s + g.duration[j as usize];
+        self.profile
+            .violation(s, e, Self::use_of(g, j), Self::caps(g), forward)
+    }
+
+    /// First-fit placement of `j`: the earliest feasible start at or after `hint`, else
+    /// right after every placed attempt has ended; `None` past D.
+    pub(super) fn first_fit(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        hint: i64,
+    ) -> Option<i64> {
+        let d = g.duration[j as usize];
+        let latest = ctx.deadline - d;
+        let mut s = hint.max(0);
+        for _ in 0..256 {
+            if s > latest {
+                return None;
+            }
+            match self.violation(g, j, s, true) {
+                None => return Some(s),
+                Some(next) => s = next,
+            }
+        }
+        let after = self.by_end.last().map_or(0, |p| p.0).max(s);
+        (after <= latest).then_some(after)
+    }
+
+    /// Earliest feasible start `>= s` (forward) or latest `<= s` (backward) within
+    /// `[0, D - d]`, if one is found within a bounded number of steps.
+    pub(super) fn feasible_start(
+        &self,
+        g: &GridInstance,
+        ctx: &LnsContext,
+        j: u32,
+        s: i64,
+        forward: bool,
+    ) -> Option<i64> {
+        let d = g.duration[j as usize];
+        let latest = ctx.deadline - d;
+        if latest < 0 {
+            return None;
+        }
+        let mut s = s.clamp(0, latest);
+        if forward {
+            // The same queries as below, in one pass.
+            return self.profile.forward_search(
+                s,
+                d,
+                Self::use_of(g, j),
+                Self::caps(g),
+                latest,
+                FEASIBLE_STEPS,
+            );
+        }
+        for _ in 0..FEASIBLE_STEPS {
+            match self.violation(g, j, s, false) {
+                None => return Some(s),
+                Some(next) => {
+                    s = next - d;
+                    if s < 0 || s > latest {
+                        return None;
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+impl StartState {
+    /// Latest end of the placed attempts, ns.
+    pub(super) fn makespan(&self) -> i64 {
+        self.by_end.last().map_or(0, |p| p.0)
+    }
+
+    pub(super) fn point(&self, at: u64) -> ChainPoint {
+        ChainPoint {
+            starts: self.starts.clone(),
+            gpu_union: self.gpu_union,
+            cache_byte_ns: self.cache_byte_ns,
+            makespan: self.makespan(),
+            found_at_move: at,
+        }
+    }
+}
