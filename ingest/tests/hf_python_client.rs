@@ -1,7 +1,7 @@
 //! Fidelity of the local Hub: the real `huggingface_hub` Python client downloads a raw shard
 //! from it with `HF_ENDPOINT` pointed at it, reading the 302's metadata and fetching the bytes
-//! from the content host (with the token sent to the Hub only). Skipped, with the reason
-//! printed, when python3 or huggingface_hub is not installed.
+//! from the content host (with the token sent to the Hub only). The client is the one
+//! `scripts/test` installs (`AGENTRACE_PYTHON`); without it the test fails and says so.
 
 mod common;
 
@@ -17,36 +17,11 @@ path = hf_hub_download(repo_id=sys.argv[1], filename=sys.argv[2], repo_type="dat
 print(path)
 "#;
 
-fn client_available() -> Result<String, String> {
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import huggingface_hub; print(huggingface_hub.__version__)",
-        ])
-        .output()
-        .map_err(|e| format!("python3 not runnable: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "huggingface_hub not importable: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ))
-    }
-}
-
 #[test]
 fn the_real_huggingface_hub_client_downloads_a_shard_from_the_local_hub() {
-    let version = match client_available() {
-        Ok(v) => v,
-        Err(reason) => {
-            println!("SKIPPED: {reason} (pip install huggingface_hub to run this test)");
-            return;
-        }
-    };
+    // A missing client fails the test (with how to install it): never a silent pass.
+    let version = ingest::testkit::require_python_modules(&["huggingface_hub"])
+        .unwrap_or_else(|e| panic!("the Hub fidelity test needs huggingface_hub: {e}"));
     let c = small_corpus();
     let hub = hub_with_corpus(&c);
     let secret = "hf_fidelity_token";
@@ -56,7 +31,7 @@ fn the_real_huggingface_hub_client_downloads_a_shard_from_the_local_hub() {
     });
     let cache = tempfile::tempdir().unwrap();
     let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
-    let out = Command::new("python3")
+    let out = Command::new(ingest::testkit::python())
         .args([
             "-c",
             SCRIPT,

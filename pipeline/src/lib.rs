@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod provenance;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod schemas;

