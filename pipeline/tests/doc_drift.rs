@@ -78,7 +78,12 @@ fn schema_keys(root: &Value, node: &Value, prefix: &str, out: &mut Vec<String>) 
         Some(r) => &root["$defs"][r.trim_start_matches("#/$defs/")],
         None => node,
     };
-    for alt in node.get("anyOf").and_then(Value::as_array).into_iter().flatten() {
+    for alt in node
+        .get("anyOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         schema_keys(root, alt, prefix, out);
     }
     if let Some(items) = node.get("items") {
@@ -186,7 +191,9 @@ fn relative_links_lead_to_files_of_the_repository() {
         let text = std::fs::read_to_string(&file).unwrap();
         let rel = file.strip_prefix(&root).unwrap().display().to_string();
         if text.contains("../shared") {
-            broken.push(format!("{rel} mentions ../shared, which is not in the repository"));
+            broken.push(format!(
+                "{rel} mentions ../shared, which is not in the repository"
+            ));
         }
         for link in relative_links(&text) {
             checked += 1;
