@@ -47,7 +47,12 @@ fn standard_tar_tools_find_every_attempt() {
             .arg(format!("{tool} -dc '{}' | tar -t", p.display()))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{tool} | tar -t failed on {}", a.file);
+        assert!(
+            out.status.success(),
+            "{tool} | tar -t failed on {} ({}); the zstd command is installed by scripts/test",
+            a.file,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
         let listing = String::from_utf8(out.stdout).unwrap();
         let n = listing
             .lines()

@@ -43,6 +43,12 @@ impl ColumnType {
         }
     }
 
+    /// The Arrow type name (`utf8`, `float64`, `timestamp[ns, tz=UTC]`, ...), as the JSON
+    /// schemas' `x-arrow-type` and the generated docs show it.
+    pub fn arrow_type(self) -> &'static str {
+        self.json().1
+    }
+
     fn json(self) -> (Value, &'static str) {
         match self {
             ColumnType::Str => (json!("string"), "utf8"),

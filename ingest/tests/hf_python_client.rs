@@ -2,8 +2,8 @@
 //! from it with `HF_ENDPOINT` pointed at it, reading the 302's metadata and fetching the bytes
 //! from the content host (with the token sent to the Hub only), and reads its listing API
 //! (`HfApi.dataset_info`, `HfApi.list_repo_tree` across pages, and the errors of an unknown
-//! revision and repository). The download test is skipped, with the reason printed, when
-//! python3 or huggingface_hub is not installed; the listing test fails instead.
+//! revision and repository). The client is the one `scripts/test` installs
+//! (`AGENTRACE_PYTHON`); without it both tests fail and say so.
 
 mod common;
 
@@ -19,36 +19,11 @@ path = hf_hub_download(repo_id=sys.argv[1], filename=sys.argv[2], repo_type="dat
 print(path)
 "#;
 
-fn client_available() -> Result<String, String> {
-    let out = Command::new(ingest::testkit::python())
-        .args([
-            "-c",
-            "import huggingface_hub; print(huggingface_hub.__version__)",
-        ])
-        .output()
-        .map_err(|e| format!("python3 not runnable: {e}"))?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(format!(
-            "huggingface_hub not importable: {}",
-            String::from_utf8_lossy(&out.stderr)
-                .lines()
-                .last()
-                .unwrap_or("")
-        ))
-    }
-}
-
 #[test]
 fn the_real_huggingface_hub_client_downloads_a_shard_from_the_local_hub() {
-    let version = match client_available() {
-        Ok(v) => v,
-        Err(reason) => {
-            println!("SKIPPED: {reason} (pip install huggingface_hub to run this test)");
-            return;
-        }
-    };
+    // A missing client fails the test (with how to install it): never a silent pass.
+    let version = ingest::testkit::require_python_modules(&["huggingface_hub"])
+        .unwrap_or_else(|e| panic!("the Hub fidelity test needs huggingface_hub: {e}"));
     let c = small_corpus();
     let hub = hub_with_corpus(&c);
     let secret = "hf_fidelity_token";
@@ -141,12 +116,8 @@ print(json.dumps({
 /// revision or repository raises the client's own errors. Fails when the client is missing.
 #[test]
 fn the_real_huggingface_hub_client_reads_the_listing_api() {
-    if let Err(reason) = client_available() {
-        panic!(
-            "{reason}: install huggingface_hub into the test tools' Python ({}), as scripts/test does",
-            ingest::testkit::python().display()
-        );
-    }
+    ingest::testkit::require_python_modules(&["huggingface_hub"])
+        .unwrap_or_else(|e| panic!("the Hub listing test needs huggingface_hub: {e}"));
     let c = small_corpus();
     let hub = hub_with_corpus(&c);
     let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);

@@ -168,7 +168,7 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// The spec's default layout of a workload (SPEC 2.2).
+    /// The default layout of a workload (docs/FORMAT.md, "Original archives").
     pub fn default_for(w: WorkloadId) -> Layout {
         match w {
             WorkloadId::Deepswe => Layout {
@@ -243,7 +243,7 @@ pub struct SearchConfig {
     /// Budgets (counts, never seconds).
     #[serde(default)]
     pub budget: SearchBudget,
-    /// The LP lower bounds solved with HiGHS (issue 7), with their budgets (counts).
+    /// The LP lower bounds solved with HiGHS (docs/BOUNDS.md), with their budgets (counts).
     #[serde(default)]
     pub lp_bounds: LpBoundsConfig,
     /// Which search runs: the study's own method (`seed`) or this project's (`extended`,
@@ -403,7 +403,7 @@ impl Default for IngestConfig {
     }
 }
 
-/// Archive-reading limits (SPEC 5).
+/// Archive-reading limits: how far one archive may expand before it is refused.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuditConfig {

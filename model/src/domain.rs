@@ -385,6 +385,16 @@ pub enum ExclusionReason {
 }
 
 impl ExclusionReason {
+    /// Every reason, in order of precedence where several apply (the workload rules last).
+    pub const ALL: [ExclusionReason; 6] = [
+        ExclusionReason::SupersededByCensus,
+        ExclusionReason::DuplicateAttempt,
+        ExclusionReason::MissingFile,
+        ExclusionReason::MalformedRecord,
+        ExclusionReason::ExecutionException,
+        ExclusionReason::InfrastructureFailure,
+    ];
+
     /// The snake_case name used in frames.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -535,6 +545,44 @@ mod tests {
             r("[1]").unwrap_err(),
             "expected a JSON object, got an array"
         );
+    }
+
+    /// `ALL` lists every variant once: the matches below stop compiling when a variant is
+    /// added (extend `ALL` with it), and the counts catch a variant listed twice or left out.
+    #[test]
+    fn every_reason_is_listed_once_in_all() {
+        let clip_index = |r: ClipReason| match r {
+            ClipReason::MissingTimer => 0,
+            ClipReason::OrphanTimer => 1,
+            ClipReason::BeforeGenerationStart => 2,
+            ClipReason::AfterGenerationEnd => 3,
+            ClipReason::OutsideGeneration => 4,
+            ClipReason::MergedOverlap => 5,
+        };
+        let mut seen: Vec<usize> = ClipReason::ALL.iter().map(|r| clip_index(*r)).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..6).collect::<Vec<_>>());
+        let exclusion_index = |r: ExclusionReason| match r {
+            ExclusionReason::ExecutionException => 0,
+            ExclusionReason::InfrastructureFailure => 1,
+            ExclusionReason::SupersededByCensus => 2,
+            ExclusionReason::DuplicateAttempt => 3,
+            ExclusionReason::MalformedRecord => 4,
+            ExclusionReason::MissingFile => 5,
+        };
+        let mut seen: Vec<usize> = ExclusionReason::ALL
+            .iter()
+            .map(|r| exclusion_index(*r))
+            .collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..6).collect::<Vec<_>>());
+        // The frame spelling is serde's (what audit.json's keys use).
+        for r in ExclusionReason::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
+        for r in ClipReason::ALL {
+            assert_eq!(serde_json::to_value(r).unwrap(), r.as_str());
+        }
     }
 
     #[test]

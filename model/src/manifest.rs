@@ -56,7 +56,7 @@ pub struct ManifestRow {
     /// Member name of the archive inside the shard.
     #[serde(default)]
     pub hf_member: Option<String>,
-    /// Local path relative to the manifest.
+    /// Local path, relative to the manifest (inline rows: to `pipeline.yaml`).
     #[serde(default)]
     pub file_path: Option<String>,
 }

@@ -124,6 +124,10 @@ pub enum Command {
         /// Output directory.
         #[arg(long, default_value = "schemas")]
         out: PathBuf,
+        /// Also write the generated reference pages (CONFIG.md, FRAMES.md) into this
+        /// directory (the repository's `docs`).
+        #[arg(long)]
+        docs: Option<PathBuf>,
     },
 }
 
@@ -267,9 +271,19 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
-        Command::Schemas { out } => {
-            for (name, text) in crate::schemas::all_schemas() {
-                let p = out.join(name);
+        Command::Schemas { out, docs } => {
+            let mut files: Vec<(PathBuf, String)> = crate::schemas::all_schemas()
+                .into_iter()
+                .map(|(name, text)| (out.join(name), text))
+                .collect();
+            if let Some(docs) = docs {
+                files.extend(
+                    crate::reference::all_reference_pages()
+                        .into_iter()
+                        .map(|(name, text)| (docs.join(name), text)),
+                );
+            }
+            for (p, text) in files {
                 frames::atomic_write(&p, text.as_bytes())?;
                 println!("wrote {}", p.display());
             }

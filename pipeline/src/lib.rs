@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod pin;
 pub mod provenance;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod schemas;

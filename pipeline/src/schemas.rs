@@ -1,7 +1,44 @@
-//! The JSON schemas the project checks in under `schemas/`, generated from the types.
+//! The JSON schemas the project checks in under `schemas/`, generated from the types, and
+//! the list of every table a run writes (the one place the frames of all stages meet).
 
+use frames::schema::FrameSpec;
 use model::PipelineConfig;
 use model::run_dir::FRAME_SCHEMA_VERSION;
+
+/// A table a stage writes below the run directory.
+#[derive(Debug, Clone)]
+pub struct FrameFile {
+    /// The stage that writes it.
+    pub stage: &'static str,
+    /// File name below the run directory.
+    pub file: String,
+    /// Its declared columns.
+    pub spec: FrameSpec,
+}
+
+/// Every table of a run, in stage order then write order.
+pub fn frame_files() -> Vec<FrameFile> {
+    let mut out = vec![FrameFile {
+        stage: "ingest",
+        file: ingest::ledger::LEDGER_FILE.to_string(),
+        spec: ingest::ledger::LEDGER,
+    }];
+    for spec in audit::schema::AUDIT_FRAME_SPECS {
+        out.push(FrameFile {
+            stage: "audit",
+            file: format!("{}.parquet", spec.name),
+            spec: *spec,
+        });
+    }
+    for spec in replay::schemas::FRAMES {
+        out.push(FrameFile {
+            stage: "replay",
+            file: replay::schemas::file_of(&spec),
+            spec,
+        });
+    }
+    out
+}
 
 /// Every schema this build knows: (file name, pretty JSON text with a final newline).
 pub fn all_schemas() -> Vec<(String, String)> {
@@ -10,13 +47,11 @@ pub fn all_schemas() -> Vec<(String, String)> {
         "pipeline.schema.json".to_string(),
         serde_json::to_string_pretty(&pipeline).expect("schema serializes") + "\n",
     )];
-    let ledger = &ingest::ledger::LEDGER;
-    for spec in std::iter::once(ledger).chain(audit::schema::AUDIT_FRAME_SPECS) {
+    for f in frame_files() {
         out.push((
-            format!("{}.schema.json", spec.name),
-            spec.json_schema_text(FRAME_SCHEMA_VERSION),
+            format!("{}.schema.json", f.spec.name),
+            f.spec.json_schema_text(FRAME_SCHEMA_VERSION),
         ));
     }
-    out.extend(replay::schemas::frame_schemas());
     out
 }

@@ -1,5 +1,5 @@
 //! The checked-in `schemas/` must equal what the code generates (regenerate with
-//! `cargo run -p pipeline -- schemas --out schemas`).
+//! `cargo run -p pipeline -- schemas --out schemas --docs docs`).
 
 use std::path::Path;
 
@@ -24,7 +24,8 @@ fn checked_in_schemas_match_the_code() {
     }
     assert!(
         drift.is_empty(),
-        "schemas/ drifted from the code: {drift:?}; run `cargo run -p pipeline -- schemas --out schemas`"
+        "schemas/ drifted from the code: {drift:?}; run `{}`",
+        pipeline::reference::REGENERATE
     );
 }
 

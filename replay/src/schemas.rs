@@ -54,11 +54,16 @@ pub const SCHEDULES: FrameSpec = FrameSpec {
 /// `bounds.parquet`.
 pub const BOUNDS: FrameSpec = FrameSpec {
     name: "bounds",
-    doc: "One row per (workload, resource): SPEC 2.3 lower bound, FIFO holding, FIFO ideal and best found ideal value, in hours (core-, GiB-, GPU-, GiB-hours); then the best valid lower bound (the SPEC's or the stronger bounds of docs/BOUNDS.md, whichever is larger) and the certified gap against it.",
+    doc: "One row per (workload, resource): the study's lower bound (docs/FORMAT.md), FIFO holding, FIFO ideal and best found ideal value, in hours (core-, GiB-, GPU-, GiB-hours); then the best valid lower bound (the study's or the stronger bounds of docs/BOUNDS.md, whichever is larger) and the certified gap against it.",
     columns: &[
         col_in("workload", WORKLOADS, "Workload."),
         col_in("resource", RESOURCES, "Resource."),
-        col("lower_bound_h", F64, false, "Lower bound, hours."),
+        col(
+            "lower_bound_h",
+            F64,
+            false,
+            "The study's lower bound (docs/FORMAT.md), hours.",
+        ),
         col("fifo_holding_h", F64, false, "FIFO holding value, hours."),
         col(
             "fifo_ideal_h",

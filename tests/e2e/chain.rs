@@ -189,7 +189,7 @@ fn frames_open_in_pyarrow_with_the_documented_schema() {
     let d = tempfile::tempdir().unwrap();
     run(&demo(d.path()));
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let out = Command::new("python3")
+    let out = Command::new(ingest::testkit::python())
         .arg(root.join("tests/e2e/read_frames.py"))
         .arg(d.path().join("run"))
         .arg(root.join("schemas"))
@@ -290,4 +290,69 @@ fn an_edited_manifest_location_reruns_ingest() {
     let second = run(&cfg);
     assert!(!second.stages[0].skipped, "{:?}", second.stages);
     assert_eq!(skipped(&run(&cfg)), vec![true; 4]);
+}
+
+/// Every file a run writes and every key of its JSON documents is described in
+/// docs/FORMAT.md: the names come from a real run, not from a copied list. Keys are checked
+/// at the top level and one level into lists of objects (`stages`, `outputs`, ...) and maps
+/// of objects (`workloads` of audit.json).
+#[test]
+fn every_output_file_and_json_key_is_documented() {
+    let d = tempfile::tempdir().unwrap();
+    run(&demo(d.path()));
+    let run_dir = d.path().join("run");
+    let format_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/FORMAT.md");
+    let format = std::fs::read_to_string(&format_path).unwrap();
+    let documented = |name: &str| format.contains(&format!("`{name}`"));
+    let mut missing = Vec::new();
+    let mut json_files = Vec::new();
+    for e in std::fs::read_dir(&run_dir).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        if e.file_type().unwrap().is_dir() {
+            if !format.contains(&format!("`{name}/")) {
+                missing.push(format!("directory {name}/"));
+            }
+        } else {
+            if !documented(&name) {
+                missing.push(format!("file {name}"));
+            }
+            if name.ends_with(".json") {
+                json_files.push(name);
+            }
+        }
+    }
+    json_files.sort();
+    assert!(json_files.len() >= 6, "{json_files:?}");
+    let mut keys_checked = 0;
+    for file in &json_files {
+        let text = std::fs::read_to_string(run_dir.join(file)).unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut check = |key: &str, place: String| {
+            keys_checked += 1;
+            if !documented(key) {
+                missing.push(place);
+            }
+        };
+        for (key, value) in doc.as_object().unwrap() {
+            check(key, format!("{file}: {key}"));
+            let children: Vec<&serde_json::Value> = match value {
+                serde_json::Value::Array(items) => items.iter().take(1).collect(),
+                serde_json::Value::Object(m) if m.values().all(|v| v.is_object()) => {
+                    m.values().collect()
+                }
+                _ => Vec::new(),
+            };
+            for child in children.iter().filter_map(|c| c.as_object()) {
+                for k in child.keys() {
+                    check(k, format!("{file}: {key}.{k}"));
+                }
+            }
+        }
+    }
+    assert!(keys_checked > 60, "only {keys_checked} keys seen");
+    assert!(
+        missing.is_empty(),
+        "docs/FORMAT.md does not describe: {missing:#?}"
+    );
 }

