@@ -102,6 +102,15 @@ impl FakeGcsServer {
     /// public host = its own address so the XML API answers there) and wait until it answers.
     /// A port taken between choosing and binding is retried with another one.
     pub fn start() -> Result<FakeGcsServer, TestkitError> {
+        FakeGcsServer::start_with(None)
+    }
+
+    /// Start the server on this loopback port (one attempt: the port is the caller's).
+    pub fn start_on(port: u16) -> Result<FakeGcsServer, TestkitError> {
+        FakeGcsServer::start_with(Some(port))
+    }
+
+    fn start_with(fixed_port: Option<u16>) -> Result<FakeGcsServer, TestkitError> {
         let bin = locate_fake_gcs_server()?;
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -113,9 +122,13 @@ impl FakeGcsServer {
             .build()
             .map_err(|e| TestkitError::Http(format!("client: {e}")))?;
         let mut errors = Vec::new();
-        for _ in 0..3 {
+        let attempts = if fixed_port.is_some() { 1 } else { 3 };
+        for _ in 0..attempts {
             let data = tempfile::tempdir().map_err(|e| TestkitError::Io("temp dir".into(), e))?;
-            let port = free_port()?;
+            let port = match fixed_port {
+                Some(p) => p,
+                None => free_port()?,
+            };
             let addr = format!("127.0.0.1:{port}");
             let log = data.path().join("fake-gcs-server.log");
             let open_log = || {
