@@ -202,7 +202,13 @@ fn main() {
     if std::env::var_os("REPLAY_BENCH_SKIP_SEARCH").is_some() {
         return;
     }
-    let budget = ReplayBudget::from_config(&model::config::SearchBudget::default());
+    let budget = ReplayBudget::from_config(&model::config::SearchConfig {
+        seed: 20261129,
+        order: vec![model::WorkloadId::Deepswe],
+        budget: model::config::SearchBudget::default(),
+        lp_bounds: Default::default(),
+        profile: Default::default(),
+    });
     let all = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
