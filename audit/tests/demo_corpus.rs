@@ -15,7 +15,10 @@ fn stage_store(cfg: &model::LoadedConfig) {
 }
 
 fn check(dir: &Path, scale: Scale) {
-    check_written(dir, &demo::generate(dir, scale, demo::DEFAULT_SEED).unwrap());
+    check_written(
+        dir,
+        &demo::generate(dir, scale, demo::DEFAULT_SEED).unwrap(),
+    );
 }
 
 fn check_written(dir: &Path, summary: &demo::DemoSummary) {

@@ -109,7 +109,9 @@ impl WorkloadKnobs {
         if !(0.0..=1.0).contains(&s.fraction)
             || !(0.0 <= s.min_share && s.min_share <= s.max_share && s.max_share <= 0.8)
         {
-            return Err("requests.setup: fraction in [0, 1], 0 <= min_share <= max_share <= 0.8".into());
+            return Err(
+                "requests.setup: fraction in [0, 1], 0 <= min_share <= max_share <= 0.8".into(),
+            );
         }
         let b = &r.burst;
         if b.mean_len < 0.0 || b.within_gap <= 0.0 || b.between_gap <= 0.0 {
@@ -126,7 +128,9 @@ impl WorkloadKnobs {
         }
         let bl = &self.blobs;
         if w == WorkloadId::Tmax && (bl.repos.is_some() || bl.repo_layers != 1) {
-            return Err("blobs: tmax has no repositories (repos, repo_layers are deepswe's)".into());
+            return Err(
+                "blobs: tmax has no repositories (repos, repo_layers are deepswe's)".into(),
+            );
         }
         if bl.repos == Some(0) || bl.repo_layers == 0 || bl.task_layers == Some(0) {
             return Err("blobs: repos, repo_layers and task_layers at least 1".into());

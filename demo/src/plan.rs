@@ -318,8 +318,7 @@ pub fn plan_corpus_with(scale: Scale, seed: u64, knobs: &CorpusKnobs) -> CorpusP
         let mut rng = Stream::new(seed, wi as u64 + 1);
         let sh = shape_with(w, scale, k);
         let mut ks = KnobStreams::new(seed, wi, false);
-        let (mut census, exp) =
-            plan_workload(w, &sh, k, seed, &mut rng, &mut ks, archives.len());
+        let (mut census, exp) = plan_workload(w, &sh, k, seed, &mut rng, &mut ks, archives.len());
         for a in 0..sh.archives {
             archives.push(PlannedArchive {
                 archive_id: format!("{w}-{a:03}"),
@@ -407,7 +406,7 @@ fn tasks_for(
                     blobs.push(BlobRef {
                         digest: digest(seed, &format!("tmax-task-{t}-layer-{l}")),
                         compressed_bytes: mib(
-                            (5.0 + rng.pareto(1.3, 8.0).min(900.0)) * bl.task_layer_scale,
+                            (5.0 + rng.pareto(1.3, 8.0).min(900.0)) * bl.task_layer_scale
                         ),
                     });
                 }

@@ -270,7 +270,8 @@ mod tests {
 
     #[test]
     fn refused_zoos_name_the_instance_and_field() {
-        let dup = "instances:\n  - { name: a, about: x, seed: 1 }\n  - { name: a, about: y, seed: 2 }\n";
+        let dup =
+            "instances:\n  - { name: a, about: x, seed: 1 }\n  - { name: a, about: y, seed: 2 }\n";
         assert_eq!(parse_zoo(dup), Err(ZooError::Duplicate("a".into())));
         let bad = "instances:\n  - { name: b, about: x, seed: 1, knobs: { tmax: { caps: { cpu_cores: 2 } } } }\n";
         match parse_zoo(bad) {
@@ -280,7 +281,8 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
-        let unknown = "instances:\n  - { name: c, about: x, seed: 1, knobs: { tmax: { speed: 2 } } }\n";
+        let unknown =
+            "instances:\n  - { name: c, about: x, seed: 1, knobs: { tmax: { speed: 2 } } }\n";
         assert!(matches!(parse_zoo(unknown), Err(ZooError::Parse(e)) if e.contains("speed")));
         assert!(matches!(find("no-such"), Err(ZooError::Unknown { .. })));
     }
