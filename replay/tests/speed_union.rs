@@ -1,12 +1,11 @@
-//! The evaluator's GPU unions (bucket coverage counts with either way of finding the pieces
-//! in open buckets, and the one-pass ring-bucket sweep it falls back to) against a plain
-//! sort-and-merge of every shifted request, on random small instances and random starts,
-//! sparse and dense.
+//! The evaluator's GPU unions (bucket coverage counts, and the one-pass ring-bucket sweep it
+//! falls back to) against a plain sort-and-merge of every shifted request, on random small
+//! instances and random starts, sparse and dense.
 
 use proptest::prelude::*;
 use replay::evaluate::{
-    GridInstance, OpenPieces, Scratch, covered_bucket_union, covered_bucket_union_with, gpu_union,
-    gpu_union_in_order, ring_union_in_order, start_order_of,
+    GridInstance, Scratch, covered_bucket_union, gpu_union, gpu_union_in_order,
+    ring_union_in_order, start_order_of,
 };
 use replay::synthetic::{SyntheticShape, synthetic_instance};
 
@@ -58,12 +57,6 @@ proptest! {
         if let Some(u) = covered_bucket_union(&g, &starts, &order, makespan, &mut scratch) {
             prop_assert_eq!(u, want);
         }
-        for way in [OpenPieces::Scan, OpenPieces::Runs] {
-            let u = covered_bucket_union_with(&g, &starts, &order, makespan, way, &mut scratch);
-            if let Some(u) = u {
-                prop_assert_eq!(u, want, "{:?}", way);
-            }
-        }
     }
 
     #[test]
@@ -93,12 +86,6 @@ proptest! {
         let order = start_order_of(&starts);
         if let Some(u) = covered_bucket_union(&g, &starts, &order, makespan, &mut scratch) {
             prop_assert_eq!(u, want);
-        }
-        for way in [OpenPieces::Scan, OpenPieces::Runs] {
-            let u = covered_bucket_union_with(&g, &starts, &order, makespan, way, &mut scratch);
-            if let Some(u) = u {
-                prop_assert_eq!(u, want, "{:?}", way);
-            }
         }
         prop_assert_eq!(gpu_union_in_order(&g, &starts, &order, makespan, &mut scratch), want);
     }
