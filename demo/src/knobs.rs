@@ -106,9 +106,8 @@ impl WorkloadKnobs {
             return Err("requests: length_alpha > 0, gap_mean > 0, gap_min >= 0".into());
         }
         let s = &r.setup;
-        if !(0.0..=1.0).contains(&s.fraction)
-            || !(0.0 <= s.min_share && s.min_share <= s.max_share && s.max_share <= 0.8)
-        {
+        let shares_ok = 0.0 <= s.min_share && s.min_share <= s.max_share && s.max_share <= 0.8;
+        if !((0.0..=1.0).contains(&s.fraction) && shares_ok) {
             return Err(
                 "requests.setup: fraction in [0, 1], 0 <= min_share <= max_share <= 0.8".into(),
             );
