@@ -1,4 +1,5 @@
-//! The audit of the demo corpus reproduces the generator's `expected.json` exactly.
+//! The audit of the demo corpus, and of a subset of the search's zoo (docs/ZOO.md),
+//! reproduces the generator's `expected.json` exactly.
 
 use demo::Scale;
 use std::path::Path;
@@ -14,7 +15,13 @@ fn stage_store(cfg: &model::LoadedConfig) {
 }
 
 fn check(dir: &Path, scale: Scale) {
-    let summary = demo::generate(dir, scale, demo::DEFAULT_SEED).unwrap();
+    check_written(
+        dir,
+        &demo::generate(dir, scale, demo::DEFAULT_SEED).unwrap(),
+    );
+}
+
+fn check_written(dir: &Path, summary: &demo::DemoSummary) {
     let cfg = model::load_config(&dir.join("pipeline.yaml")).unwrap();
     stage_store(&cfg);
     let report = audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
@@ -73,6 +80,16 @@ fn check(dir: &Path, scale: Scale) {
             .map(|e| e.start_files)
             .sum::<u64>()
     );
+}
+
+/// Knobs that reshape the requests, durations and blobs; the bench audits every instance.
+#[test]
+fn zoo_instances_match_their_expected_json() {
+    for name in ["long-setup", "bursty", "heavy-tail", "many-small-blobs"] {
+        let d = tempfile::tempdir().unwrap();
+        let summary = demo::zoo::find(name).unwrap().generate(d.path()).unwrap();
+        check_written(d.path(), &summary);
+    }
 }
 
 #[test]

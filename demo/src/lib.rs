@@ -2,16 +2,20 @@
 //! SPEC 2.2, raw shards, a manifest, a `pipeline.yaml` and the `expected.json` an auditor
 //! must reproduce. Same seed, same bytes.
 
+pub mod knobs;
 pub mod plan;
 pub mod rng;
 pub mod write;
+pub mod zoo;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-pub use plan::{CorpusPlan, plan_corpus};
-pub use write::write_corpus;
+pub use knobs::CorpusKnobs;
+pub use plan::{CorpusPlan, plan_corpus, plan_corpus_with};
+pub use write::{write_corpus, write_corpus_with};
+pub use zoo::{ZooError, ZooInstance};
 
 /// The default seed of the demo corpus.
 pub const DEFAULT_SEED: u64 = 20_261_129;
@@ -19,7 +23,7 @@ pub const DEFAULT_SEED: u64 = 20_261_129;
 pub const EXPECTED_FORMAT_VERSION: u32 = 1;
 
 /// Corpus size.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Scale {
     /// A few dozen attempts per workload, for fast tests.

@@ -1,6 +1,7 @@
 //! The in-memory plan of a demo corpus: every attempt's identity, timing and result,
 //! with the timing anomalies of SPEC 2.2 injected in known numbers.
 
+use crate::knobs::{CorpusKnobs, KnobStreams, WorkloadKnobs, default_quotas};
 use crate::rng::Stream;
 use crate::{Scale, WorkloadExpectation};
 use model::{BlobRef, ExceptionInfo, Quota, ResultRecord, RunKind, WorkloadId};
@@ -159,6 +160,25 @@ impl Shape {
     }
 }
 
+/// The scale's shape of a workload with the knobs' attempt counts, repositories and median.
+fn shape_with(w: WorkloadId, scale: Scale, k: &WorkloadKnobs) -> Shape {
+    let mut sh = shape(w, scale);
+    if let Some(t) = k.tasks {
+        sh.tasks = t;
+        sh.pilot_tasks = sh.pilot_tasks.min(t);
+    }
+    if let Some(a) = k.attempts_per_task {
+        sh.attempts_per_task = a;
+    }
+    if let Some(r) = k.blobs.repos {
+        sh.repos = r;
+    }
+    if let Some(m) = k.duration.median_s {
+        sh.median_duration_s = m;
+    }
+    sh
+}
+
 fn shape(w: WorkloadId, scale: Scale) -> Shape {
     let k = match scale {
         Scale::Small | Scale::Full => 1,
@@ -280,15 +300,25 @@ fn mib(x: f64) -> u64 {
     (x * 1_048_576.0) as u64
 }
 
-/// Build the plan for a scale and seed.
+/// Build the plan for a scale and seed (the demo corpus).
 pub fn plan_corpus(scale: Scale, seed: u64) -> CorpusPlan {
+    plan_corpus_with(scale, seed, &CorpusKnobs::default())
+}
+
+/// Build the plan for a scale and seed with shape knobs (default knobs: [`plan_corpus`]).
+pub fn plan_corpus_with(scale: Scale, seed: u64, knobs: &CorpusKnobs) -> CorpusPlan {
     let mut archives = Vec::new();
     let mut attempts = Vec::new();
     let mut expected = BTreeMap::new();
     for (wi, w) in WorkloadId::ALL.into_iter().enumerate() {
+        if !knobs.has(w) {
+            continue;
+        }
+        let k = knobs.of(w);
         let mut rng = Stream::new(seed, wi as u64 + 1);
-        let sh = shape(w, scale);
-        let (mut census, exp) = plan_workload(w, &sh, seed, &mut rng, archives.len());
+        let sh = shape_with(w, scale, k);
+        let mut ks = KnobStreams::new(seed, wi, false);
+        let (mut census, exp) = plan_workload(w, &sh, k, seed, &mut rng, &mut ks, archives.len());
         for a in 0..sh.archives {
             archives.push(PlannedArchive {
                 archive_id: format!("{w}-{a:03}"),
@@ -308,7 +338,16 @@ pub fn plan_corpus(scale: Scale, seed: u64) -> CorpusPlan {
                 compression: Compression::Zstd,
             });
             let mut prng = Stream::new(seed, 100 + wi as u64);
-            census.extend(plan_pilot(w, &sh, seed, &mut prng, pilot_archive));
+            let mut pks = KnobStreams::new(seed, wi, true);
+            census.extend(plan_pilot(
+                w,
+                &sh,
+                k,
+                seed,
+                &mut prng,
+                &mut pks,
+                pilot_archive,
+            ));
         }
         attempts.extend(census);
         expected.insert(w, exp);
@@ -326,8 +365,17 @@ struct TaskSpec {
     blobs: Vec<BlobRef>,
 }
 
-fn tasks_for(w: WorkloadId, sh: &Shape, seed: u64, rng: &mut Stream, pilot: bool) -> Vec<TaskSpec> {
+fn tasks_for(
+    w: WorkloadId,
+    sh: &Shape,
+    k: &WorkloadKnobs,
+    seed: u64,
+    rng: &mut Stream,
+    pilot: bool,
+) -> Vec<TaskSpec> {
     let mut out = Vec::new();
+    let quotas = k.quotas.clone().unwrap_or_else(|| default_quotas(w));
+    let bl = &k.blobs;
     match w {
         WorkloadId::Tmax => {
             // Three base images; each task adds its own environment layers.
@@ -336,37 +384,30 @@ fn tasks_for(w: WorkloadId, sh: &Shape, seed: u64, rng: &mut Stream, pilot: bool
                 ("python-3.11", 412.6),
                 ("build-essential", 251.3),
             ];
-            // (cores, GiB) menu; the mix averages above 27/16 cores and 66/16 GiB so both
-            // caps bind at 16 concurrent.
-            let quotas = [
-                (1.0, 2.0),
-                (2.0, 4.0),
-                (2.0, 8.0),
-                (4.0, 8.0),
-                (1.0, 4.0),
-                (4.0, 16.0),
-            ];
             for t in 0..sh.tasks {
                 let base = t % 7 % 3;
-                let (cores, mem) = quotas[rng.below(quotas.len() as u64) as usize];
+                let [cores, mem] = quotas[rng.below(quotas.len() as u64) as usize];
                 let mut blobs = vec![BlobRef {
                     digest: digest(seed, &format!("tmax-base-{}", bases[base].0)),
-                    compressed_bytes: mib(bases[base].1),
+                    compressed_bytes: mib(bases[base].1 * bl.base_scale),
                 }];
                 if base != 0 {
                     blobs.insert(
                         0,
                         BlobRef {
                             digest: digest(seed, "tmax-base-debian-bookworm"),
-                            compressed_bytes: mib(29.1),
+                            compressed_bytes: mib(29.1 * bl.base_scale),
                         },
                     );
                 }
-                let n_layers = 1 + rng.below(2) as usize;
+                let drawn_layers = 1 + rng.below(2) as usize;
+                let n_layers = bl.task_layers.unwrap_or(drawn_layers);
                 for l in 0..n_layers {
                     blobs.push(BlobRef {
                         digest: digest(seed, &format!("tmax-task-{t}-layer-{l}")),
-                        compressed_bytes: mib(5.0 + rng.pareto(1.3, 8.0).min(900.0)),
+                        compressed_bytes: mib(
+                            (5.0 + rng.pareto(1.3, 8.0).min(900.0)) * bl.task_layer_scale
+                        ),
                     });
                 }
                 out.push(TaskSpec {
@@ -382,9 +423,8 @@ fn tasks_for(w: WorkloadId, sh: &Shape, seed: u64, rng: &mut Stream, pilot: bool
         WorkloadId::Deepswe => {
             let repos = sh.repos.max(1);
             let mut repo_quota = Vec::new();
-            let quotas = [(1.0, 4.0), (2.0, 8.0), (2.0, 12.0), (4.0, 16.0), (2.0, 6.0)];
             for r in 0..repos {
-                let (cores, mem) = quotas[(r * 7 + 3) % quotas.len()];
+                let [cores, mem] = quotas[(r * 7 + 3) % quotas.len()];
                 repo_quota.push((cores, mem, 180.0 + (r as f64 * 97.0) % 1300.0));
             }
             let n = if pilot { sh.pilot_tasks } else { sh.tasks };
@@ -393,24 +433,39 @@ fn tasks_for(w: WorkloadId, sh: &Shape, seed: u64, rng: &mut Stream, pilot: bool
                 let task_index = if pilot { (t * 17) % sh.tasks } else { t };
                 let r = task_index % repos;
                 let (cores, mem, env_mib) = repo_quota[r];
-                let blobs = vec![
+                let mut blobs = vec![
                     BlobRef {
                         digest: digest(seed, "deepswe-base-ubuntu-22.04"),
-                        compressed_bytes: mib(29.5),
+                        compressed_bytes: mib(29.5 * bl.base_scale),
                     },
                     BlobRef {
                         digest: digest(seed, "deepswe-base-python-runtime"),
-                        compressed_bytes: mib(318.0),
-                    },
-                    BlobRef {
-                        digest: digest(seed, &format!("deepswe-repo-{r}-env")),
-                        compressed_bytes: mib(env_mib),
-                    },
-                    BlobRef {
-                        digest: digest(seed, &format!("deepswe-task-{task_index}-layer")),
-                        compressed_bytes: mib(2.0 + (task_index as f64 * 13.7) % 60.0),
+                        compressed_bytes: mib(318.0 * bl.base_scale),
                     },
                 ];
+                // Layer 0 keeps the default digest names; further layers are numbered.
+                let env_layer_mib = env_mib * bl.repo_layer_scale / bl.repo_layers as f64;
+                for l in 0..bl.repo_layers {
+                    let name = match l {
+                        0 => format!("deepswe-repo-{r}-env"),
+                        _ => format!("deepswe-repo-{r}-env-{l}"),
+                    };
+                    blobs.push(BlobRef {
+                        digest: digest(seed, &name),
+                        compressed_bytes: mib(env_layer_mib),
+                    });
+                }
+                let task_mib = (2.0 + (task_index as f64 * 13.7) % 60.0) * bl.task_layer_scale;
+                for l in 0..bl.task_layers.unwrap_or(1) {
+                    let name = match l {
+                        0 => format!("deepswe-task-{task_index}-layer"),
+                        _ => format!("deepswe-task-{task_index}-layer-{l}"),
+                    };
+                    blobs.push(BlobRef {
+                        digest: digest(seed, &name),
+                        compressed_bytes: mib(task_mib),
+                    });
+                }
                 let _ = rng.below(2);
                 out.push(TaskSpec {
                     task_id: format!("repo{r:02}__issue-{task_index:05}"),
@@ -427,20 +482,49 @@ fn tasks_for(w: WorkloadId, sh: &Shape, seed: u64, rng: &mut Stream, pilot: bool
 }
 
 /// Ordinary request timing inside `[start, end]` with positive gaps everywhere.
-fn plan_requests(rng: &mut Stream, gen_start_ns: u64, gen_end_ns: u64) -> Vec<PlannedRequest> {
+fn plan_requests(
+    rng: &mut Stream,
+    k: &WorkloadKnobs,
+    ks: &mut KnobStreams,
+    gen_start_ns: u64,
+    gen_end_ns: u64,
+) -> Vec<PlannedRequest> {
+    let rk = &k.requests;
     let d = gen_end_ns - gen_start_ns;
-    let lead = NS / 2 + rng.below(4 * NS);
+    let mut lead = NS / 2 + rng.below(4 * NS);
+    let setup = &rk.setup;
+    if setup.fraction > 0.0 && ks.setup.uniform() < setup.fraction {
+        let share = setup.min_share + ks.setup.uniform() * (setup.max_share - setup.min_share);
+        lead = lead.max((d as f64 * share) as u64);
+    }
     let tail = NS / 2 + rng.below(4 * NS);
     let window = d - lead - tail;
     // Tens to hundreds of requests: one agent step every ~8-30 s.
-    let step = 8.0 + rng.uniform() * 22.0;
+    let step = rk.step_min_s + rng.uniform() * (rk.step_max_s - rk.step_min_s);
     let n = ((window as f64 / 1e9) / step).round().clamp(12.0, 400.0) as usize;
     let mut req = Vec::with_capacity(n);
     let mut gap = Vec::with_capacity(n + 1);
     for _ in 0..n {
         // Heavy-tailed model time; tool time exponential.
-        req.push(rng.pareto(1.7, 1.0).min(400.0));
-        gap.push(0.3 + rng.exponential(4.0));
+        req.push(rng.pareto(rk.length_alpha, 1.0).min(400.0));
+        gap.push(rk.gap_min + rng.exponential(rk.gap_mean));
+    }
+    let burst = &rk.burst;
+    if burst.mean_len > 0.0 {
+        for g in &mut gap {
+            *g *= if ks.burst.uniform() * burst.mean_len < 1.0 {
+                burst.between_gap
+            } else {
+                burst.within_gap
+            };
+        }
+    }
+    let dense = &rk.dense_end;
+    if dense.share > 0.0 {
+        let first = n - (n as f64 * dense.share).round() as usize;
+        for g in &mut gap[first.saturating_sub(1)..] {
+            *g *= dense.gap_factor;
+        }
     }
     let total: f64 = req.iter().chain(gap.iter()).sum();
     let usable = window - MIN_GAP_NS * n as u64;
@@ -463,19 +547,25 @@ fn plan_requests(rng: &mut Stream, gen_start_ns: u64, gen_end_ns: u64) -> Vec<Pl
     out
 }
 
-fn duration_ns(rng: &mut Stream, median_s: f64) -> u64 {
-    let d = (median_s * libm::exp(0.55 * rng.normal())).clamp(150.0, 3600.0);
+fn duration_ns(rng: &mut Stream, median_s: f64, k: &WorkloadKnobs, ks: &mut KnobStreams) -> u64 {
+    let dk = &k.duration;
+    let mut d = (median_s * libm::exp(dk.sigma * rng.normal())).clamp(dk.min_s, dk.max_s);
+    if dk.tail_fraction > 0.0 && ks.tail.uniform() < dk.tail_fraction {
+        d = (median_s * ks.tail.pareto(dk.tail_alpha, 1.0)).clamp(dk.min_s, dk.tail_max_s);
+    }
     (d * 1e9) as u64
 }
 
 fn plan_workload(
     w: WorkloadId,
     sh: &Shape,
+    k: &WorkloadKnobs,
     seed: u64,
     rng: &mut Stream,
+    ks: &mut KnobStreams,
     first_archive: usize,
 ) -> (Vec<PlannedAttempt>, WorkloadExpectation) {
-    let tasks = tasks_for(w, sh, seed, rng, false);
+    let tasks = tasks_for(w, sh, k, seed, rng, false);
     let epoch = match w {
         WorkloadId::Tmax => TMAX_EPOCH,
         WorkloadId::Deepswe => DEEPSWE_EPOCH,
@@ -483,17 +573,17 @@ fn plan_workload(
     let mut attempts = Vec::new();
     let mut t_ns = epoch * NS + rng.below(NS);
     for (ti, task) in tasks.iter().enumerate() {
-        for k in 0..sh.attempts_of(ti) {
-            let d = duration_ns(rng, sh.median_duration_s);
+        for a in 0..sh.attempts_of(ti) {
+            let d = duration_ns(rng, sh.median_duration_s, k, ks);
             let gen_start_ns = t_ns;
             // Historical starts: about one attempt per (mean duration / concurrency).
             t_ns += ((sh.median_duration_s / sh.concurrency) * (0.3 + 1.4 * rng.uniform()) * 1e9)
                 as u64;
             let completed_ns = (gen_start_ns + d).div_ceil(1000) * 1000;
-            let requests = plan_requests(rng, gen_start_ns, completed_ns);
+            let requests = plan_requests(rng, k, ks, gen_start_ns, completed_ns);
             let attempt_id = match w {
-                WorkloadId::Tmax => format!("{}.trial-{}", task.task_id, k + 1),
-                WorkloadId::Deepswe => format!("{}__a{}", task.task_id, k),
+                WorkloadId::Tmax => format!("{}.trial-{}", task.task_id, a + 1),
+                WorkloadId::Deepswe => format!("{}__a{}", task.task_id, a),
             };
             let result = match w {
                 WorkloadId::Tmax => ResultRecord {
@@ -724,16 +814,18 @@ fn overlap_chain(a: &mut PlannedAttempt, len: usize) {
 fn plan_pilot(
     w: WorkloadId,
     sh: &Shape,
+    k: &WorkloadKnobs,
     seed: u64,
     rng: &mut Stream,
+    ks: &mut KnobStreams,
     archive: usize,
 ) -> Vec<PlannedAttempt> {
-    let tasks = tasks_for(w, sh, seed, rng, true);
+    let tasks = tasks_for(w, sh, k, seed, rng, true);
     let mut out = Vec::new();
     let mut t_ns = PILOT_EPOCH * NS + rng.below(NS);
     for task in &tasks {
-        for k in 0..4 {
-            let d = duration_ns(rng, sh.median_duration_s);
+        for a in 0..4 {
+            let d = duration_ns(rng, sh.median_duration_s, k, ks);
             let gen_start_ns = t_ns;
             t_ns += ((sh.median_duration_s / 8.0) * (0.3 + 1.4 * rng.uniform()) * 1e9) as u64;
             let completed_ns = (gen_start_ns + d).div_ceil(1000) * 1000;
@@ -741,12 +833,12 @@ fn plan_pilot(
                 workload: w,
                 run: RunKind::Pilot,
                 task_id: task.task_id.clone(),
-                attempt_id: format!("{}__pilot{}", task.task_id, k),
+                attempt_id: format!("{}__pilot{}", task.task_id, a),
                 quota: task.quota,
                 blobs: task.blobs.clone(),
                 gen_start_ns,
                 completed_ns: Some(completed_ns),
-                requests: plan_requests(rng, gen_start_ns, completed_ns),
+                requests: plan_requests(rng, k, ks, gen_start_ns, completed_ns),
                 result: ResultRecord {
                     completed_utc: None,
                     termination: Some("submitted".into()),

@@ -1,6 +1,7 @@
 //! Writing a planned corpus: tar members with PAX fractional mtimes, gzip/zstd streams,
 //! raw shards, the manifest, `pipeline.yaml` and `expected.json`.
 
+use crate::knobs::CorpusKnobs;
 use crate::plan::{Compression, CorpusPlan, NS, PlannedAttempt};
 use crate::{DemoError, DemoSummary, EXPECTED_FORMAT_VERSION, Scale, WrittenArchive};
 use model::config::Layout;
@@ -225,6 +226,19 @@ pub fn write_corpus(
     scale: Scale,
     seed: u64,
 ) -> Result<DemoSummary, DemoError> {
+    write_corpus_with(plan, out, scale, seed, &CorpusKnobs::default(), None)
+}
+
+/// [`write_corpus`] for a corpus planned with knobs: `pipeline.yaml` gets the knobs'
+/// workloads and caps; a zoo instance's name and knobs go into `expected.json`.
+pub fn write_corpus_with(
+    plan: &CorpusPlan,
+    out: &Path,
+    scale: Scale,
+    seed: u64,
+    knobs: &CorpusKnobs,
+    zoo: Option<&str>,
+) -> Result<DemoSummary, DemoError> {
     let adir = out.join("archives");
     let sdir = out.join("shards");
     for d in [&adir, &sdir] {
@@ -293,14 +307,18 @@ pub fn write_corpus(
         })
         .collect();
     let ypath = out.join("pipeline.yaml");
-    std::fs::write(&ypath, pipeline_yaml(&expected, seed)).map_err(DemoError::io(&ypath))?;
-    let doc = serde_json::json!({
+    std::fs::write(&ypath, pipeline_yaml(&expected, seed, knobs, zoo))
+        .map_err(DemoError::io(&ypath))?;
+    let mut doc = serde_json::json!({
         "format_version": EXPECTED_FORMAT_VERSION,
         "scale": scale.as_str(),
         "seed": seed,
         "workloads": expected,
         "archives": written,
     });
+    if let Some(name) = zoo {
+        doc["zoo"] = serde_json::json!({ "instance": name, "knobs": knobs });
+    }
     let epath = out.join("expected.json");
     let text = serde_json::to_string_pretty(&doc).expect("json") + "\n";
     std::fs::write(&epath, text).map_err(DemoError::io(&epath))?;
@@ -313,31 +331,53 @@ pub fn write_corpus(
     })
 }
 
-fn pipeline_yaml(expected: &BTreeMap<String, crate::WorkloadExpectation>, seed: u64) -> String {
-    let e = |w: &str| expected.get(w).cloned().unwrap_or_default();
-    let t = e("tmax");
-    let d = e("deepswe");
-    format!(
-        "# Demo corpus run, written by `pipeline demo`. Paths are relative to this file.\n\
-version: 1\n\
+fn pipeline_yaml(
+    expected: &BTreeMap<String, crate::WorkloadExpectation>,
+    seed: u64,
+    knobs: &CorpusKnobs,
+    zoo: Option<&str>,
+) -> String {
+    let mut y = match zoo {
+        None => "# Demo corpus run, written by `pipeline demo`. Paths are relative to this file.\n"
+            .to_string(),
+        Some(name) => format!(
+            "# Zoo instance `{name}` (docs/ZOO.md), written by `pipeline demo --zoo {name}`. \
+             Paths are relative to this file.\n"
+        ),
+    };
+    y.push_str(
+        "version: 1\n\
 run_dir: run\n\
 sources:\n\
 \x20 manifest: manifest.csv\n\
 \x20 locations: [file]\n\
-\x20 gcs: {{ endpoint: null }}\n\
-\x20 hf: {{ endpoint: null }}\n\
-workloads:\n\
-\x20 tmax:\n\
-\x20   expect: {{ audited: {}, included: {} }}\n\
-\x20   replay: {{ concurrency: 16, cpu_cores: 27, ram_gib: 66, gpus: 8 }}\n\
-\x20 deepswe:\n\
-\x20   expect: {{ audited: {}, included: {}, pilot: {} }}\n\
-\x20   replay: {{ concurrency: 32, cpu_cores: 64, ram_gib: 256, gpus: 8 }}\n\
-search:\n\
+\x20 gcs: { endpoint: null }\n\
+\x20 hf: { endpoint: null }\n\
+workloads:\n",
+    );
+    let mut order = Vec::new();
+    for w in WorkloadId::ALL.into_iter().filter(|w| knobs.has(*w)) {
+        let e = expected.get(w.as_str()).cloned().unwrap_or_default();
+        let pilot = match w {
+            WorkloadId::Tmax => String::new(),
+            WorkloadId::Deepswe => format!(", pilot: {}", e.pilot),
+        };
+        let c = knobs.of(w).caps.resolve(w);
+        y.push_str(&format!(
+            "\x20 {w}:\n\
+\x20   expect: {{ audited: {}, included: {}{pilot} }}\n\
+\x20   replay: {{ concurrency: {}, cpu_cores: {}, ram_gib: {}, gpus: {} }}\n",
+            e.audited, e.included, c.concurrency, c.cpu_cores, c.ram_gib, c.gpus
+        ));
+        order.push(w.as_str());
+    }
+    y.push_str(&format!(
+        "search:\n\
 \x20 seed: {seed}\n\
-\x20 order: [tmax, deepswe]\n",
-        t.audited, t.included, d.audited, d.included, d.pilot
-    )
+\x20 order: [{}]\n",
+        order.join(", ")
+    ));
+    y
 }
 
 #[cfg(test)]

@@ -105,3 +105,38 @@ fn full_corpus_counts_and_determinism() {
     assert!(sa.archives.iter().any(|x| x.file.ends_with(".tar.gz")));
     assert!(sa.archives.iter().any(|x| x.file.ends_with(".tar.zst")));
 }
+
+/// The shape knobs (docs/ZOO.md) default to the demo's shape: the small default corpus is
+/// pinned: the archives' tar streams (decompressed, in manifest order: the compressed bytes
+/// depend on which flate2 backend a build unifies to) and `pipeline.yaml`. The hashes were
+/// taken from the generator before the knobs existed (`gzip -dc` / `zstd -dc` of each
+/// archive, concatenated, `| sha256sum`); a change to them is a change to the default corpus.
+#[test]
+fn default_small_corpus_is_pinned() {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let d = tempfile::tempdir().unwrap();
+    let s = generate(d.path(), Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let mut tars = Sha256::new();
+    for a in &s.archives {
+        let f = std::fs::File::open(d.path().join(&a.file)).unwrap();
+        let mut bytes = Vec::new();
+        if a.file.ends_with(".tar.gz") {
+            flate2::read::GzDecoder::new(f)
+                .read_to_end(&mut bytes)
+                .unwrap();
+        } else {
+            bytes = zstd::decode_all(f).unwrap();
+        }
+        tars.update(&bytes);
+    }
+    assert_eq!(
+        hex::encode(tars.finalize()),
+        "dab46104902638e5a191b2d793a9c82069821712af9144f2b6dba4485aa094f1"
+    );
+    let yaml = std::fs::read(d.path().join("pipeline.yaml")).unwrap();
+    assert_eq!(
+        hex::encode(Sha256::digest(&yaml)),
+        "2275070424ba4b7b92a0ebc93f9486bce3d5e52bf559598547322da5e76f1627"
+    );
+}

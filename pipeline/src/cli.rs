@@ -36,17 +36,21 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Write the deterministic demo corpus (archives, raw shards, manifest, pipeline.yaml,
-    /// expected.json).
+    /// expected.json), or an instance of the search's zoo (docs/ZOO.md).
     Demo {
-        /// Output directory.
-        #[arg(long)]
-        out: PathBuf,
+        /// Output directory (required unless `--zoo list`).
+        #[arg(long, required_unless_present = "zoo")]
+        out: Option<PathBuf>,
         /// small (a few dozen attempts), full (the study's cohort) or x10.
         #[arg(long, default_value = "full", value_parser = ["small", "full", "x10"])]
         scale: String,
         /// Seed of the generator.
         #[arg(long, default_value_t = demo::DEFAULT_SEED)]
         seed: u64,
+        /// Write the zoo instance NAME instead (its own seed, scale, knobs and caps), or
+        /// `list` the instances.
+        #[arg(long, value_name = "NAME", conflicts_with_all = ["scale", "seed"])]
+        zoo: Option<String>,
     },
     /// Run ingest -> audit -> replay -> report. With no config: the embedded demo run
     /// (the demo corpus is generated in runs/demo-corpus if absent), offline.
@@ -155,10 +159,40 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
 /// Run a parsed command.
 pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
-        Command::Demo { out, scale, seed } => {
-            let scale = demo::Scale::parse(&scale).context("scale")?;
-            let s = demo::generate(&out, scale, seed)
-                .with_context(|| format!("writing the demo corpus to {}", out.display()))?;
+        Command::Demo {
+            out,
+            scale,
+            seed,
+            zoo,
+        } => {
+            if zoo.as_deref() == Some("list") {
+                for i in demo::zoo::zoo()? {
+                    println!("{:<18} {}", i.name, i.about);
+                }
+                return Ok(());
+            }
+            let Some(out) = out else {
+                return Err(Failure {
+                    code: EXIT_USAGE,
+                    error: anyhow::anyhow!("demo --zoo NAME needs --out DIR"),
+                });
+            };
+            let s = match &zoo {
+                Some(name) => demo::zoo::find(name)
+                    .map_err(|e| Failure {
+                        code: EXIT_USAGE,
+                        error: e.into(),
+                    })?
+                    .generate(&out)
+                    .with_context(|| {
+                        format!("writing zoo instance `{name}` to {}", out.display())
+                    })?,
+                None => {
+                    let scale = demo::Scale::parse(&scale).context("scale")?;
+                    demo::generate(&out, scale, seed)
+                        .with_context(|| format!("writing the demo corpus to {}", out.display()))?
+                }
+            };
             println!(
                 "wrote {} archives ({} bytes) to {}",
                 s.archives.len(),
