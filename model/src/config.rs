@@ -246,6 +246,35 @@ pub struct SearchConfig {
     /// The LP lower bounds solved with HiGHS (issue 7), with their budgets (counts).
     #[serde(default)]
     pub lp_bounds: LpBoundsConfig,
+    /// The GPU pattern bound (issue 19), with its budget (counts).
+    #[serde(default)]
+    pub pattern_bound: PatternBoundConfig,
+}
+
+/// Budget of the GPU pattern bound (issue 19; docs/BOUNDS.md, item 7): the exact
+/// cross-correlations of request patterns it sweeps are counted, never timed. Attempts whose
+/// partner sweeps do not fit the budget keep the request-time bound (still valid, weaker);
+/// `enabled: false` skips it and the report says so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PatternBoundConfig {
+    /// Compute the pattern bound at all.
+    pub enabled: bool,
+    /// Most breakpoints (4 per pair of requests) swept over all attempt pairs, per workload.
+    pub pair_events: u64,
+    /// Multipliers tried per attempt for the lifetime-overlap constraint: `0, 1/(2n), ..., 1/2`
+    /// of the capacity per unit of overlap, `n` = this.
+    pub alpha_steps: u32,
+}
+
+impl Default for PatternBoundConfig {
+    fn default() -> Self {
+        PatternBoundConfig {
+            enabled: true,
+            pair_events: 4_000_000_000,
+            alpha_steps: 10,
+        }
+    }
 }
 
 /// Budgets of the LP lower bounds (counts, never seconds). A bound whose budget runs out

@@ -250,6 +250,7 @@ fn whole_stage_on_the_accounting_instance() {
             ..Default::default()
         },
         lp_bounds: Default::default(),
+        pattern_bound: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();
@@ -327,6 +328,7 @@ fn an_empty_workload_replays_to_zeros() {
         order: vec![WorkloadId::Tmax],
         budget: model::config::SearchBudget::default(),
         lp_bounds: Default::default(),
+        pattern_bound: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();

@@ -95,6 +95,7 @@ fn search_config(seed: u64) -> model::config::SearchConfig {
             ..Default::default()
         },
         lp_bounds: Default::default(),
+        pattern_bound: Default::default(),
     }
 }
 
