@@ -262,8 +262,8 @@ pub struct PatternBoundConfig {
     pub enabled: bool,
     /// Most breakpoints (4 per pair of requests) swept over all attempt pairs, per workload.
     pub pair_events: u64,
-    /// Multipliers tried per attempt for the lifetime-overlap constraint: `0, 1/(2n), ..., 1/2`
-    /// of the capacity per unit of overlap, `n` = this.
+    /// Multipliers `alpha = k / (2n)`, `k = 0..=n` (`n` = this), tried per attempt for its
+    /// lifetime-overlap constraint (ns of request overlap charged per ns of shared life).
     pub alpha_steps: u32,
 }
 
@@ -271,7 +271,7 @@ impl Default for PatternBoundConfig {
     fn default() -> Self {
         PatternBoundConfig {
             enabled: true,
-            pair_events: 4_000_000_000,
+            pair_events: 600_000_000,
             alpha_steps: 10,
         }
     }

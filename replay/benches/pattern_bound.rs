@@ -7,7 +7,6 @@
 //! `pipeline run`: `cargo bench -p replay --bench pattern_bound -- [PIPELINE_YAML]`
 //! (default `pipeline.yaml` of the workspace root, i.e. the demo run in runs/demo).
 
-use polars::prelude::*;
 use replay::bounds::strong_bounds;
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate, evaluate_starts};
 use replay::gpu_bound::{Weighting, partner_overlap_caps, pattern_bound};

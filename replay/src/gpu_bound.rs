@@ -112,6 +112,19 @@ pub struct PairPieces {
     last: Vec<(i64, i64)>,
 }
 
+impl PairPieces {
+    /// The same pair seen from the partner's frame (`tau -> -tau`: first and last pieces
+    /// swap, each mirrored; the hull of a mirror image is the mirror image of the hull).
+    pub fn mirrored(&self) -> PairPieces {
+        let flip = |h: &[(i64, i64)]| h.iter().rev().map(|&(t, c)| (-t, c)).collect();
+        PairPieces {
+            first: flip(&self.last),
+            middle: self.middle,
+            last: flip(&self.first),
+        }
+    }
+}
+
 /// Push `(x, y)` onto an upper concave hull built left to right.
 fn hull_push(h: &mut Vec<(i64, i64)>, p: (i64, i64)) {
     if let Some(&(x, y)) = h.last() {
@@ -351,6 +364,20 @@ pub fn partner_overlap_caps(
     let alphas: Vec<f64> = (0..=alpha_steps)
         .map(|k| 0.5 * f64::from(k) / f64::from(alpha_steps.max(1)))
         .collect();
+    // Each unordered pair is swept once: by the lower-indexed attempt when both are swept,
+    // else by the swept one; the other frame is its mirror image.
+    let own: Vec<Vec<(usize, PairPieces)>> = (0..n)
+        .into_par_iter()
+        .map(|i| {
+            if !swept[i] || g.request_len[i] == 0 {
+                return Vec::new();
+            }
+            (0..n)
+                .filter(|&j| j != i && g.request_len[j] > 0 && !(swept[j] && j < i))
+                .map(|j| (j, pair_pieces(&reqs[i], g.duration[i], &reqs[j], g.duration[j])))
+                .collect()
+        })
+        .collect();
     let rows: Vec<[f64; 3]> = (0..n)
         .into_par_iter()
         .map(|i| {
@@ -360,9 +387,19 @@ pub fn partner_overlap_caps(
                 return caps;
             }
             let di = g.duration[i];
-            let partners: Vec<(usize, PairPieces)> = (0..n)
-                .filter(|&j| j != i && g.request_len[j] > 0)
-                .map(|j| (j, pair_pieces(&reqs[i], di, &reqs[j], g.duration[j])))
+            let mirrored: Vec<(usize, PairPieces)> = (0..i)
+                .filter(|&j| swept[j] && g.request_len[j] > 0)
+                .filter_map(|j| {
+                    let row = &own[j];
+                    row.binary_search_by_key(&i, |x| x.0)
+                        .ok()
+                        .map(|k| (j, row[k].1.mirrored()))
+                })
+                .collect();
+            let partners: Vec<(usize, &PairPieces)> = mirrored
+                .iter()
+                .chain(own[i].iter())
+                .map(|(j, p)| (*j, p))
                 .collect();
             for &alpha in &alphas {
                 for (x, (w, cap)) in ws.iter().enumerate() {
@@ -415,13 +452,16 @@ pub fn pattern_bound(g: &GridInstance, gpus: u32, cfg: &PatternBoundConfig) -> P
     let mut swept = vec![false; n];
     let mut events = 0u64;
     let mut status = PatternStatus::Complete;
+    // Requests of the attempts swept so far: their pairs with `i` are already counted.
+    let mut swept_req = 0u64;
     for &i in &order {
-        let row = 4 * request_count(g, i) * (total_req - request_count(g, i));
+        let row = 4 * request_count(g, i) * (total_req - request_count(g, i) - swept_req);
         if events + row > cfg.pair_events {
             status = PatternStatus::BudgetExhausted;
             continue;
         }
         events += row;
+        swept_req += request_count(g, i);
         swept[i] = true;
     }
     let caps = partner_overlap_caps(g, &swept, cfg.alpha_steps);
@@ -481,6 +521,15 @@ mod tests {
         }
         let mid = (h1..=h2).map(|t| corr(&ri, &rj, t)).max().unwrap();
         assert_eq!(p.middle, mid);
+    }
+
+    #[test]
+    fn the_partner_frame_is_the_mirror_image() {
+        let ri = [(1, 3), (5, 9), (12, 13)];
+        let rj = [(0, 2), (4, 5), (6, 11), (15, 19)];
+        for (di, dj) in [(14, 20), (14, 12), (14, 14)] {
+            assert_eq!(pair_pieces(&ri, di, &rj, dj), pair_pieces(&rj, dj, &ri, di).mirrored());
+        }
     }
 
     #[test]
