@@ -19,9 +19,11 @@ fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|k| k.parse::<f64>().ok()))
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| {
+                l.split_whitespace()
+                    .nth(1)
+                    .and_then(|k| k.parse::<f64>().ok())
+            })
         })
         .map_or(0.0, |kib| kib / 1024.0)
 }
@@ -110,7 +112,12 @@ fn main() {
         let Some(df) = &schedules else { continue };
         // The run's selected schedules of this workload.
         let col = |name: &str| df.column(name).expect("column").clone();
-        let (wl, sch, aid, st) = (col("workload"), col("schedule"), col("attempt_id"), col("start_s"));
+        let (wl, sch, aid, st) = (
+            col("workload"),
+            col("schedule"),
+            col("attempt_id"),
+            col("start_s"),
+        );
         let (wl, sch, aid, st) = (
             wl.str().expect("str").clone(),
             sch.str().expect("str").clone(),

@@ -278,7 +278,8 @@ fn weighted_threshold(mut items: Vec<(f64, f64)>, cap: f64) -> f64 {
 /// cap, so stopping early only weakens it.
 fn lagrangian_cap(terms: &[Terms], cap: f64, alpha: f64, di: i64) -> f64 {
     let total = |g0: f64, g1: f64| -> f64 {
-        cap * (alpha * di as f64 + g0 + g1) + terms.iter().map(|t| t.w * t.value(g0, g1)).sum::<f64>()
+        cap * (alpha * di as f64 + g0 + g1)
+            + terms.iter().map(|t| t.w * t.value(g0, g1)).sum::<f64>()
     };
     let (mut g0, mut g1) = (0.0f64, 0.0f64);
     let mut best = total(g0, g1);
@@ -349,11 +350,7 @@ fn weights(g: &GridInstance, weighting: Weighting, k_prime: i64) -> (Vec<f64>, V
 /// Per attempt, the caps on the request overlap it can get from all its partners together,
 /// `X_i <= cap[i]` (weighted: `sum_j w_j |R_i ∩ R_j|` in weight x ns), for every weighting
 /// of [`Weighting::ALL`], for the attempts of `swept` (every other attempt: `cap_i req_i`).
-pub fn partner_overlap_caps(
-    g: &GridInstance,
-    swept: &[bool],
-    alpha_steps: u32,
-) -> [Vec<f64>; 3] {
+pub fn partner_overlap_caps(g: &GridInstance, swept: &[bool], alpha_steps: u32) -> [Vec<f64>; 3] {
     let n = g.len();
     let kp = k_prime(g, &(0..n as u32).collect::<Vec<_>>());
     let ws: Vec<(Vec<f64>, Vec<f64>)> = Weighting::ALL
@@ -374,7 +371,12 @@ pub fn partner_overlap_caps(
             }
             (0..n)
                 .filter(|&j| j != i && g.request_len[j] > 0 && !(swept[j] && j < i))
-                .map(|j| (j, pair_pieces(&reqs[i], g.duration[i], &reqs[j], g.duration[j])))
+                .map(|j| {
+                    (
+                        j,
+                        pair_pieces(&reqs[i], g.duration[i], &reqs[j], g.duration[j]),
+                    )
+                })
                 .collect()
         })
         .collect();
@@ -528,14 +530,20 @@ mod tests {
         let ri = [(1, 3), (5, 9), (12, 13)];
         let rj = [(0, 2), (4, 5), (6, 11), (15, 19)];
         for (di, dj) in [(14, 20), (14, 12), (14, 14)] {
-            assert_eq!(pair_pieces(&ri, di, &rj, dj), pair_pieces(&rj, dj, &ri, di).mirrored());
+            assert_eq!(
+                pair_pieces(&ri, di, &rj, dj),
+                pair_pieces(&rj, dj, &ri, di).mirrored()
+            );
         }
     }
 
     #[test]
     fn threshold_is_the_weighted_quantile() {
         // Weights 1 each, cap 2: the third largest difference.
-        assert_eq!(weighted_threshold(vec![(5.0, 1.0), (3.0, 1.0), (4.0, 1.0), (1.0, 1.0)], 2.0), 3.0);
+        assert_eq!(
+            weighted_threshold(vec![(5.0, 1.0), (3.0, 1.0), (4.0, 1.0), (1.0, 1.0)], 2.0),
+            3.0
+        );
         assert_eq!(weighted_threshold(vec![(5.0, 1.0)], 2.0), 0.0);
         assert_eq!(weighted_threshold(vec![(-1.0, 5.0)], 2.0), 0.0);
     }

@@ -7,11 +7,11 @@ mod common;
 
 use common::*;
 use model::WorkloadId;
+use model::config::PatternBoundConfig;
 use proptest::prelude::*;
 use replay::WorkloadInstance;
 use replay::bounds::{blob_bound_parts, k_prime, strong_bounds};
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
-use model::config::PatternBoundConfig;
 use replay::gpu_bound::{PatternStatus, Weighting, partner_overlap_caps, pattern_bound};
 use replay::lp::{LpStatus, lp_bounds};
 
@@ -318,16 +318,34 @@ fn pattern_bound_sees_that_requests_cannot_line_up() {
     assert_eq!(p.status, PatternStatus::Complete);
     assert_eq!(p.attempts_swept, 2);
     // 1e-9 is the bound's own safety margin.
-    assert_close(p.bound_h, 8.0 * (8.0 / 3.0) / 3600.0 * (1.0 - 1e-9), "pattern bound");
+    assert_close(
+        p.bound_h,
+        8.0 * (8.0 / 3.0) / 3600.0 * (1.0 - 1e-9),
+        "pattern bound",
+    );
     let with = strong.with_gpu_pattern(p);
     assert_eq!(with.gpu.best, p.bound_h);
     // A budget of no events sweeps nothing: the request-time caps give the energy bound.
-    let none = pattern_bound(&g, 8, &PatternBoundConfig { pair_events: 0, ..Default::default() });
+    let none = pattern_bound(
+        &g,
+        8,
+        &PatternBoundConfig {
+            pair_events: 0,
+            ..Default::default()
+        },
+    );
     assert_eq!(none.status, PatternStatus::BudgetExhausted);
     assert_eq!(none.attempts_swept, 0);
     assert_close(none.bound_h, none.request_time_h, "unswept bound");
     assert!(none.bound_h < p.bound_h);
-    let off = pattern_bound(&g, 8, &PatternBoundConfig { enabled: false, ..Default::default() });
+    let off = pattern_bound(
+        &g,
+        8,
+        &PatternBoundConfig {
+            enabled: false,
+            ..Default::default()
+        },
+    );
     assert_eq!(off.status, PatternStatus::Skipped);
     assert_eq!(off.bound_h, 0.0);
 }

@@ -40,21 +40,23 @@ fn shape() -> impl Strategy<Value = SyntheticShape> {
         (60.0f64..900.0, 2u32..9, 4.0f64..20.0, 16.0f64..80.0),
         any::<u64>(),
     )
-        .prop_map(|((tasks, per_task, reqs, repos), (median, k, cpu, ram), seed)| SyntheticShape {
-            workload: WorkloadId::Deepswe,
-            tasks,
-            attempts_per_task: per_task,
-            requests_per_attempt: reqs,
-            repos,
-            median_duration_s: median,
-            caps: ReplayCaps {
-                concurrency: k,
-                cpu_cores: cpu,
-                ram_gib: ram,
-                gpus: 8,
+        .prop_map(
+            |((tasks, per_task, reqs, repos), (median, k, cpu, ram), seed)| SyntheticShape {
+                workload: WorkloadId::Deepswe,
+                tasks,
+                attempts_per_task: per_task,
+                requests_per_attempt: reqs,
+                repos,
+                median_duration_s: median,
+                caps: ReplayCaps {
+                    concurrency: k,
+                    cpu_cores: cpu,
+                    ram_gib: ram,
+                    gpus: 8,
+                },
+                seed,
             },
-            seed,
-        })
+        )
 }
 
 proptest! {
