@@ -250,6 +250,9 @@ pub struct SearchConfig {
     /// the default, which runs the seed profile's candidates first, so it is never worse).
     #[serde(default)]
     pub profile: SearchProfile,
+    /// The GPU pattern bound (issue 19), with its budget (counts).
+    #[serde(default)]
+    pub pattern_bound: PatternBoundConfig,
 }
 
 /// The schedule search's profile (`search.profile` in `pipeline.yaml`).
@@ -273,6 +276,32 @@ impl SearchProfile {
         match self {
             SearchProfile::Seed => "seed",
             SearchProfile::Extended => "extended",
+        }
+    }
+}
+
+/// Budget of the GPU pattern bound (issue 19; docs/BOUNDS.md, item 7): the exact
+/// cross-correlations of request patterns it sweeps are counted, never timed. Attempts whose
+/// partner sweeps do not fit the budget keep the request-time bound (still valid, weaker);
+/// `enabled: false` skips it and the report says so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, default)]
+pub struct PatternBoundConfig {
+    /// Compute the pattern bound at all.
+    pub enabled: bool,
+    /// Most breakpoints (4 per pair of requests) swept over all attempt pairs, per workload.
+    pub pair_events: u64,
+    /// Multipliers `alpha = k / (2n)`, `k = 0..=n` (`n` = this), tried per attempt for its
+    /// lifetime-overlap constraint (ns of request overlap charged per ns of shared life).
+    pub alpha_steps: u32,
+}
+
+impl Default for PatternBoundConfig {
+    fn default() -> Self {
+        PatternBoundConfig {
+            enabled: true,
+            pair_events: 600_000_000,
+            alpha_steps: 10,
         }
     }
 }

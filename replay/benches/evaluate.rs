@@ -208,6 +208,7 @@ fn main() {
         budget: model::config::SearchBudget::default(),
         lp_bounds: Default::default(),
         profile: Default::default(),
+        pattern_bound: Default::default(),
     });
     let all = std::thread::available_parallelism()
         .map(|n| n.get())

@@ -9,6 +9,7 @@
 //! into a float once.
 
 use crate::evaluate::GridInstance;
+use crate::gpu_bound::PatternBound;
 use serde::Serialize;
 
 /// The components of the stronger GPU bound, GPU-hours each (each alone is a valid bound).
@@ -25,6 +26,8 @@ pub struct GpuBoundParts {
     pub ram_energy: f64,
     /// Length of the union of the requests' compulsory parts inside `[0, D]`.
     pub compulsory: f64,
+    /// The pattern bound of issue 19 (0 until [`StrongBounds::with_gpu_pattern`] adds it).
+    pub pattern: f64,
     /// The largest of the above.
     pub best: f64,
 }
@@ -50,8 +53,20 @@ pub struct CacheBoundParts {
 pub struct StrongBounds {
     /// GPU bound and its components.
     pub gpu: GpuBoundParts,
+    /// How the GPU pattern bound (issue 19, `gpu.pattern`) was reached.
+    pub gpu_pattern: PatternBound,
     /// Cache bound and its components.
     pub cache: CacheBoundParts,
+}
+
+impl StrongBounds {
+    /// Add the GPU pattern bound (issue 19) as a component of the GPU bound.
+    pub fn with_gpu_pattern(mut self, pattern: PatternBound) -> Self {
+        self.gpu.pattern = pattern.bound_h;
+        self.gpu.best = self.gpu.best.max(pattern.bound_h);
+        self.gpu_pattern = pattern;
+        self
+    }
 }
 
 /// `K'` of a set of attempts: the most of them that can run at once, `min(K, n_cpu, n_ram)`
@@ -250,6 +265,7 @@ pub fn strong_bounds_from(
         cpu_energy: h(cpu_e),
         ram_energy: h(ram_e),
         compulsory: h(comp),
+        pattern: 0.0,
         best: h(gpu_best),
     };
 
@@ -267,6 +283,7 @@ pub fn strong_bounds_from(
     let ch = |byte_ns: f64| byte_ns / (model::GIB * 3.6e12);
     StrongBounds {
         gpu,
+        gpu_pattern: PatternBound::skipped(),
         cache: CacheBoundParts {
             machine: ch(c_machine),
             cpu_energy: ch(c_cpu),

@@ -11,6 +11,7 @@ pub mod bounds;
 pub mod cover;
 pub mod error;
 pub mod evaluate;
+pub mod gpu_bound;
 pub mod group_fit;
 pub mod input;
 pub mod lns;
@@ -197,7 +198,14 @@ fn replay_with_pool(
     let mut failures = Vec::new();
     for inst in &input.workloads {
         let t0 = Instant::now();
-        let (report, mut f) = replay_workload(inst, &budget, &search.lp_bounds, &mut shared, pool)?;
+        let (report, mut f) = replay_workload(
+            inst,
+            &budget,
+            &search.lp_bounds,
+            &search.pattern_bound,
+            &mut shared,
+            pool,
+        )?;
         failures.append(&mut f);
         workloads.push(report);
         timings
@@ -220,6 +228,7 @@ fn replay_workload(
     inst: &WorkloadInstance,
     budget: &ReplayBudget,
     lp_config: &model::config::LpBoundsConfig,
+    pattern_config: &model::config::PatternBoundConfig,
     shared: &mut ChaCha8Rng,
     pool: &rayon::ThreadPool,
 ) -> Result<(WorkloadReport, Vec<ScheduleFailure>), ReplayError> {
@@ -254,7 +263,9 @@ fn replay_workload(
     let deadline_s = evaluate::ns_to_s(deadline_ns);
     let lower_bounds = accounting::lower_bounds(&g, gpus);
     let per_blob = bounds::blob_bound_parts(&g, deadline_ns);
-    let strong_bounds = bounds::strong_bounds_from(&g, gpus, deadline_ns, &per_blob);
+    let pattern = pool.install(|| gpu_bound::pattern_bound(&g, gpus, pattern_config));
+    let strong_bounds =
+        bounds::strong_bounds_from(&g, gpus, deadline_ns, &per_blob).with_gpu_pattern(pattern);
     let lp_bounds = lp::lp_bounds(
         &g,
         gpus,

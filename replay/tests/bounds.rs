@@ -7,10 +7,12 @@ mod common;
 
 use common::*;
 use model::WorkloadId;
+use model::config::PatternBoundConfig;
 use proptest::prelude::*;
 use replay::WorkloadInstance;
 use replay::bounds::{blob_bound_parts, k_prime, strong_bounds};
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
+use replay::gpu_bound::{PatternStatus, Weighting, partner_overlap_caps, pattern_bound};
 use replay::lp::{LpStatus, lp_bounds};
 
 const GIB: u64 = 1 << 30;
@@ -34,12 +36,11 @@ fn union(mut v: Vec<(i64, i64)>) -> i64 {
     total + cur.map_or(0, |(a, b)| b - a)
 }
 
-/// Exact optima (GPU union ns, cache byte-ns) over every integer-second start vector whose
-/// schedule respects K, both caps (checked at every start instant) and D.
-fn exhaustive_optima(g: &GridInstance, deadline: i64) -> (i64, u128) {
+/// Calls `visit` with every integer-second start vector (ns) whose schedule respects K,
+/// both caps (checked at every start instant) and D.
+fn for_each_feasible(g: &GridInstance, deadline: i64, mut visit: impl FnMut(&[i64])) {
     let n = g.len();
     let mut starts = vec![0i64; n];
-    let (mut best_gpu, mut best_cache) = (i64::MAX, u128::MAX);
     let latest: Vec<i64> = (0..n).map(|j| (deadline - g.duration[j]) / NS).collect();
     loop {
         let s: Vec<i64> = starts.iter().map(|x| x * NS).collect();
@@ -53,30 +54,13 @@ fn exhaustive_optima(g: &GridInstance, deadline: i64) -> (i64, u128) {
                 && run.iter().map(|&j| g.mem[j]).sum::<i64>() <= g.cap_mem
         });
         if feasible {
-            let mut req = Vec::new();
-            for (j, &sj) in s.iter().enumerate() {
-                for k in g.request_first[j]..g.request_first[j + 1] {
-                    req.push((sj + g.request_start[k], sj + g.request_end[k]));
-                }
-            }
-            best_gpu = best_gpu.min(union(req));
-            let mut cache = 0u128;
-            for (b, &bytes) in g.blob_bytes.iter().enumerate() {
-                let lives: Vec<(i64, i64)> = (0..n)
-                    .filter(|&j| {
-                        g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]].contains(&(b as u32))
-                    })
-                    .map(|j| (s[j], s[j] + g.duration[j]))
-                    .collect();
-                cache += u128::from(bytes) * union(lives) as u128;
-            }
-            best_cache = best_cache.min(cache);
+            visit(&s);
         }
         // Next start vector (odometer).
         let mut i = 0;
         loop {
             if i == n {
-                return (best_gpu, best_cache);
+                return;
             }
             if starts[i] < latest[i] {
                 starts[i] += 1;
@@ -86,6 +70,51 @@ fn exhaustive_optima(g: &GridInstance, deadline: i64) -> (i64, u128) {
             i += 1;
         }
     }
+}
+
+/// Attempt `j`'s requests shifted by `s` (the test's own).
+fn shifted(g: &GridInstance, j: usize, s: i64) -> Vec<(i64, i64)> {
+    (g.request_first[j]..g.request_first[j + 1])
+        .map(|k| (s + g.request_start[k], s + g.request_end[k]))
+        .collect()
+}
+
+/// Exact optima (GPU union ns, cache byte-ns) over every feasible integer-second schedule.
+fn exhaustive_optima(g: &GridInstance, deadline: i64) -> (i64, u128) {
+    let n = g.len();
+    let (mut best_gpu, mut best_cache) = (i64::MAX, u128::MAX);
+    for_each_feasible(g, deadline, |s| {
+        let req: Vec<(i64, i64)> = (0..n).flat_map(|j| shifted(g, j, s[j])).collect();
+        best_gpu = best_gpu.min(union(req));
+        let mut cache = 0u128;
+        for (b, &bytes) in g.blob_bytes.iter().enumerate() {
+            let lives: Vec<(i64, i64)> = (0..n)
+                .filter(|&j| g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]].contains(&(b as u32)))
+                .map(|j| (s[j], s[j] + g.duration[j]))
+                .collect();
+            cache += u128::from(bytes) * union(lives) as u128;
+        }
+        best_cache = best_cache.min(cache);
+    });
+    (best_gpu, best_cache)
+}
+
+/// `sum_j w_j |R_i ∩ R_j|` of a schedule for attempt `i` (the test's own, pairwise).
+fn partner_overlap(g: &GridInstance, s: &[i64], i: usize, w: &[f64]) -> f64 {
+    let ri = shifted(g, i, s[i]);
+    (0..g.len())
+        .filter(|&j| j != i)
+        .map(|j| {
+            let rj = shifted(g, j, s[j]);
+            let mut o = 0i64;
+            for &(a, b) in &ri {
+                for &(c, d) in &rj {
+                    o += (b.min(d) - a.max(c)).max(0);
+                }
+            }
+            w[j] * o as f64
+        })
+        .sum()
 }
 
 /// (duration s, cores, GiB, request cut points, blob mask)
@@ -204,10 +233,121 @@ proptest! {
             let v = b.bound_h.unwrap();
             prop_assert!(ok(v, opt), "{name} LP bound {v} > optimum {opt}");
         }
+        // The pattern bound (issue 19, full budget) stays below the GPU optimum.
+        let pattern = pattern_bound(&g, 8, &PatternBoundConfig::default());
+        prop_assert_eq!(pattern.status, PatternStatus::Complete);
+        prop_assert!(ok(pattern.bound_h, gpu_opt_h), "GPU pattern bound {} > optimum {gpu_opt_h}", pattern.bound_h);
+        let with = strong.with_gpu_pattern(pattern);
+        prop_assert!(ok(with.gpu.best, gpu_opt_h));
         // The stronger bound never falls below the seed's.
         prop_assert!(strong.gpu.best >= seed.gpu * (1.0 - 1e-12));
         prop_assert!(strong.cache.best >= seed.cache * (1.0 - 1e-12));
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// The heart of the pattern bound: on every feasible schedule of a tiny instance, the
+    /// request overlap each attempt gets from its partners is at most its cap, under every
+    /// weighting (a cap below an overlap some schedule reaches is a bug).
+    #[test]
+    fn partner_overlap_caps_hold_on_every_feasible_schedule(
+        specs in prop::collection::vec(spec(), 3..6),
+        k in 1u32..4,
+        cpu_slack in 0u32..6,
+        ram_slack in 0u32..6,
+    ) {
+        let inst = build(&specs, k, cpu_slack, ram_slack);
+        let g = GridInstance::new(&inst);
+        let d = fifo_deadline(&g);
+        let combos: f64 = (0..g.len())
+            .map(|j| ((d - g.duration[j]) / NS + 1) as f64)
+            .product();
+        prop_assume!(combos <= 50_000.0);
+        let caps = partner_overlap_caps(&g, &vec![true; g.len()], 10);
+        let weights: Vec<Vec<f64>> = Weighting::ALL
+            .iter()
+            .map(|w| match w {
+                Weighting::Count => vec![1.0; g.len()],
+                Weighting::Cores => g.cores.iter().map(|&c| c as f64).collect(),
+                Weighting::Mem => g.mem.iter().map(|&m| m as f64).collect(),
+            })
+            .collect();
+        let mut worst: Option<String> = None;
+        for_each_feasible(&g, d, |s| {
+            for (x, w) in weights.iter().enumerate() {
+                for i in 0..g.len() {
+                    let o = partner_overlap(&g, s, i, w);
+                    if o > caps[x][i] * (1.0 + 1e-9) + 1e-6 && worst.is_none() {
+                        worst = Some(format!("{:?}: attempt {i} overlap {o} > cap {} at {s:?}", Weighting::ALL[x], caps[x][i]));
+                    }
+                }
+            }
+        });
+        prop_assert!(worst.is_none(), "{}", worst.unwrap_or_default());
+    }
+}
+
+/// K = 2: `a` requests `[0, 1)` and `[2, 3)` of its 3 s, `b` requests its whole 2 s, and `c`
+/// (3 s, no requests) stretches D to 5 s so that no request has a compulsory part. Whatever
+/// the shift, `b` overlaps at most 1 s of `a`'s requests, so the union is at least 3 s (the
+/// optimum). The request-time bounds give 2 s (they let the requests line
+/// up); the pattern bound caps each attempt's overlap at 1 s and gives
+/// `2^2 / (2 + 1) + 2^2 / (2 + 1) = 8/3` s.
+#[test]
+fn pattern_bound_sees_that_requests_cannot_line_up() {
+    let inst = instance(
+        WorkloadId::Tmax,
+        caps(2, 10.0, 10.0, 8),
+        vec![
+            attempt("a", 0.0, 3.0, &[(0.0, 1.0), (2.0, 3.0)], 1.0, 1.0, &[]),
+            attempt("b", 1.0, 2.0, &[(0.0, 2.0)], 1.0, 1.0, &[]),
+            attempt("c", 2.0, 3.0, &[], 1.0, 1.0, &[]),
+        ],
+        vec![],
+    );
+    let g = GridInstance::new(&inst);
+    let d = fifo_deadline(&g);
+    assert_eq!(d, 5 * NS);
+    let (opt_gpu, _) = exhaustive_optima(&g, d);
+    assert_eq!(opt_gpu, 3 * NS);
+    let strong = strong_bounds(&g, 8, d);
+    assert_close(strong.gpu.best, 8.0 * 2.0 / 3600.0, "request-time bounds");
+    let p = pattern_bound(&g, 8, &PatternBoundConfig::default());
+    assert_eq!(p.status, PatternStatus::Complete);
+    assert_eq!(p.attempts_swept, 2);
+    // 1e-9 is the bound's own safety margin.
+    assert_close(
+        p.bound_h,
+        8.0 * (8.0 / 3.0) / 3600.0 * (1.0 - 1e-9),
+        "pattern bound",
+    );
+    let with = strong.with_gpu_pattern(p);
+    assert_eq!(with.gpu.best, p.bound_h);
+    // A budget of no events sweeps nothing: the request-time caps give the energy bound.
+    let none = pattern_bound(
+        &g,
+        8,
+        &PatternBoundConfig {
+            pair_events: 0,
+            ..Default::default()
+        },
+    );
+    assert_eq!(none.status, PatternStatus::BudgetExhausted);
+    assert_eq!(none.attempts_swept, 0);
+    assert_close(none.bound_h, none.request_time_h, "unswept bound");
+    assert!(none.bound_h < p.bound_h);
+    let off = pattern_bound(
+        &g,
+        8,
+        &PatternBoundConfig {
+            enabled: false,
+            ..Default::default()
+        },
+    );
+    assert_eq!(off.status, PatternStatus::Skipped);
+    assert_eq!(off.bound_h, 0.0);
 }
 
 /// K = 4, but 4 GiB of RAM lets only one 3-GiB attempt run at a time: K' = 1. Three

@@ -251,6 +251,7 @@ fn whole_stage_on_the_accounting_instance() {
         },
         lp_bounds: Default::default(),
         profile: Default::default(),
+        pattern_bound: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();
@@ -329,6 +330,7 @@ fn an_empty_workload_replays_to_zeros() {
         budget: model::config::SearchBudget::default(),
         lp_bounds: Default::default(),
         profile: Default::default(),
+        pattern_bound: Default::default(),
     };
     let (report, failures) =
         replay::replay_input(&input, &search, &replay::ReplayOptions { threads: Some(1) }).unwrap();

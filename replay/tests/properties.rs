@@ -96,6 +96,7 @@ fn search_config(seed: u64) -> model::config::SearchConfig {
         },
         lp_bounds: Default::default(),
         profile: Default::default(),
+        pattern_bound: Default::default(),
     }
 }
 
