@@ -84,6 +84,10 @@ fn main() {
                     ..Default::default()
                 },
                 profile,
+                pattern_bound: model::config::PatternBoundConfig {
+                    enabled: false,
+                    ..Default::default()
+                },
             };
             let (r, failures) =
                 replay::replay_input(&input, &cfg, &ReplayOptions::default()).expect("replay");

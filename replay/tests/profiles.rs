@@ -72,6 +72,11 @@ fn config(profile: SearchProfile, workload: WorkloadId) -> SearchConfig {
             ..Default::default()
         },
         profile,
+        // The pattern bound is not what these tests compare; it stays off for speed.
+        pattern_bound: model::config::PatternBoundConfig {
+            enabled: false,
+            ..Default::default()
+        },
     }
 }
 
