@@ -127,13 +127,13 @@ impl PairPieces {
 
 /// Push `(x, y)` onto an upper concave hull built left to right.
 fn hull_push(h: &mut Vec<(i64, i64)>, p: (i64, i64)) {
-    if let Some(&(x, y)) = h.last() {
-        if x == p.0 {
-            if p.1 > y {
-                h.pop();
-            } else {
-                return;
-            }
+    if let Some(&(x, y)) = h.last()
+        && x == p.0
+    {
+        if p.1 > y {
+            h.pop();
+        } else {
+            return;
         }
     }
     while h.len() >= 2 {

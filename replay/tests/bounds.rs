@@ -277,10 +277,10 @@ proptest! {
         let mut worst: Option<String> = None;
         for_each_feasible(&g, d, |s| {
             for (x, w) in weights.iter().enumerate() {
-                for i in 0..g.len() {
+                for (i, &cap) in caps[x].iter().enumerate().take(g.len()) {
                     let o = partner_overlap(&g, s, i, w);
-                    if o > caps[x][i] * (1.0 + 1e-9) + 1e-6 && worst.is_none() {
-                        worst = Some(format!("{:?}: attempt {i} overlap {o} > cap {} at {s:?}", Weighting::ALL[x], caps[x][i]));
+                    if o > cap * (1.0 + 1e-9) + 1e-6 && worst.is_none() {
+                        worst = Some(format!("{:?}: attempt {i} overlap {o} > cap {cap} at {s:?}", Weighting::ALL[x]));
                     }
                 }
             }
