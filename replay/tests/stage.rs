@@ -247,33 +247,21 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
     }
 
     // A CSV copy with one attempt dropped from best_gpu and one duration stretched in fifo.
-    let df = frames::read_frame(&schedules, "schedules", 1).unwrap();
-    let mut text = String::from("workload,schedule,attempt_id,start_s,end_s\n");
-    let col = |n: &str| df.column(n).unwrap().clone();
-    let (w, s, a, st, en) = (
-        col("workload"),
-        col("schedule"),
-        col("attempt_id"),
-        col("start_s"),
-        col("end_s"),
-    );
-    let (w, s, a) = (w.str().unwrap(), s.str().unwrap(), a.str().unwrap());
-    let (st, en) = (st.f64().unwrap(), en.f64().unwrap());
+    let mut rows = schedule_rows(&schedules);
     let mut dropped = None;
     let mut stretched = None;
-    for i in 0..df.height() {
-        let (wi, si, ai) = (w.get(i).unwrap(), s.get(i).unwrap(), a.get(i).unwrap());
-        let mut end = en.get(i).unwrap();
-        if wi == "deepswe" && si == "best_gpu" && dropped.is_none() {
-            dropped = Some(ai.to_string());
-            continue;
+    rows.retain_mut(|r| {
+        if r.workload == "deepswe" && r.schedule == "best_gpu" && dropped.is_none() {
+            dropped = Some(r.attempt_id.clone());
+            return false;
         }
-        if wi == "tmax" && si == "fifo" && stretched.is_none() {
-            stretched = Some(ai.to_string());
-            end += 1.0;
+        if r.workload == "tmax" && r.schedule == "fifo" && stretched.is_none() {
+            stretched = Some(r.attempt_id.clone());
+            r.end_s += 1.0;
         }
-        text.push_str(&format!("{wi},{si},{ai},{},{end}\n", st.get(i).unwrap()));
-    }
+        true
+    });
+    let text = schedules_csv(&rows);
     let bad = dir.path().join("bad.csv");
     std::fs::write(&bad, text).unwrap();
     let err = replay::validate::validate_schedules_file(&cfg, &bad, EVERY)
@@ -327,6 +315,52 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
     );
 }
 
+/// One row of `schedules.parquet`, as `replay validate` reads it from a CSV.
+#[derive(Debug, Clone)]
+struct ScheduleCsvRow {
+    workload: String,
+    schedule: String,
+    attempt_id: String,
+    start_s: f64,
+    end_s: f64,
+}
+
+/// The rows of a written `schedules.parquet`, in file order.
+fn schedule_rows(path: &Path) -> Vec<ScheduleCsvRow> {
+    let df = frames::read_frame(path, "schedules", 1).unwrap();
+    let col = |n: &str| df.column(n).unwrap().clone();
+    let (w, s, a, st, en) = (
+        col("workload"),
+        col("schedule"),
+        col("attempt_id"),
+        col("start_s"),
+        col("end_s"),
+    );
+    let (w, s, a) = (w.str().unwrap(), s.str().unwrap(), a.str().unwrap());
+    let (st, en) = (st.f64().unwrap(), en.f64().unwrap());
+    (0..df.height())
+        .map(|i| ScheduleCsvRow {
+            workload: w.get(i).unwrap().to_string(),
+            schedule: s.get(i).unwrap().to_string(),
+            attempt_id: a.get(i).unwrap().to_string(),
+            start_s: st.get(i).unwrap(),
+            end_s: en.get(i).unwrap(),
+        })
+        .collect()
+}
+
+/// A schedules CSV (the columns `replay validate` reads) holding `rows`.
+fn schedules_csv(rows: &[ScheduleCsvRow]) -> String {
+    let mut text = String::from("workload,schedule,attempt_id,start_s,end_s\n");
+    for r in rows {
+        text.push_str(&format!(
+            "{},{},{},{},{}\n",
+            r.workload, r.schedule, r.attempt_id, r.start_s, r.end_s
+        ));
+    }
+    text
+}
+
 const EVERY: replay::validate::FileCoverage = replay::validate::FileCoverage::EverySelected;
 
 /// Issue 16, item 4: an empty schedules file, one lacking tmax's `best_gpu`, and one with
@@ -338,32 +372,15 @@ fn replay_validate_refuses_incomplete_files() {
     let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
     run(&config, 2);
     let cfg = model::load_config(&config).unwrap();
-    let df = frames::read_frame(&dir.path().join("run/schedules.parquet"), "schedules", 1).unwrap();
-    let col = |n: &str| df.column(n).unwrap().clone();
-    let (w, s, a, st, en) = (
-        col("workload"),
-        col("schedule"),
-        col("attempt_id"),
-        col("start_s"),
-        col("end_s"),
-    );
-    let (w, s, a) = (w.str().unwrap(), s.str().unwrap(), a.str().unwrap());
-    let (st, en) = (st.f64().unwrap(), en.f64().unwrap());
+    let rows = schedule_rows(&dir.path().join("run/schedules.parquet"));
     let write = |name: &str, keep: &dyn Fn(&str, &str) -> bool| {
-        let mut text = String::from("workload,schedule,attempt_id,start_s,end_s\n");
-        for i in 0..df.height() {
-            let (wi, si) = (w.get(i).unwrap(), s.get(i).unwrap());
-            if keep(wi, si) {
-                text.push_str(&format!(
-                    "{wi},{si},{},{},{}\n",
-                    a.get(i).unwrap(),
-                    st.get(i).unwrap(),
-                    en.get(i).unwrap()
-                ));
-            }
-        }
+        let kept: Vec<ScheduleCsvRow> = rows
+            .iter()
+            .filter(|r| keep(&r.workload, &r.schedule))
+            .cloned()
+            .collect();
         let p = dir.path().join(name);
-        std::fs::write(&p, text).unwrap();
+        std::fs::write(&p, schedules_csv(&kept)).unwrap();
         p
     };
     let empty = write("empty.csv", &|_, _| false);
