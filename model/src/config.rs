@@ -294,6 +294,11 @@ pub struct PatternBoundConfig {
     /// Multipliers `alpha = k / (2n)`, `k = 0..=n` (`n` = this), tried per attempt for its
     /// lifetime-overlap constraint (ns of request overlap charged per ns of shared life).
     pub alpha_steps: u32,
+    /// When the budget reaches only some attempts (longest request time first), the sweep
+    /// runs only if they hold at least this share of the workload's request time (what a
+    /// partial sweep can tighten is confined to their terms); otherwise every attempt keeps
+    /// the request-time cap and the status says `below_min_share`.
+    pub min_swept_share: f64,
 }
 
 impl Default for PatternBoundConfig {
@@ -302,6 +307,7 @@ impl Default for PatternBoundConfig {
             enabled: true,
             pair_events: 600_000_000,
             alpha_steps: 10,
+            min_swept_share: 0.25,
         }
     }
 }

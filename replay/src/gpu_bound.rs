@@ -26,6 +26,9 @@ pub enum PatternStatus {
     Complete,
     /// The event budget ran out: some attempts keep the request-time cap (still valid).
     BudgetExhausted,
+    /// The budget reached attempts holding less than `min_swept_share` of the request
+    /// time: not swept, request-time caps for all (still valid).
+    BelowMinShare,
     /// Not computed (`enabled: false`).
     Skipped,
 }
@@ -67,6 +70,9 @@ pub struct PatternBound {
     pub attempts_swept: usize,
     /// Breakpoints swept.
     pub pair_events: u64,
+    /// Share of the request time held by the attempts the budget reaches (1 when complete;
+    /// compared with `min_swept_share` when partial).
+    pub reachable_share: f64,
 }
 
 impl PatternBound {
@@ -81,6 +87,7 @@ impl PatternBound {
             attempts: 0,
             attempts_swept: 0,
             pair_events: 0,
+            reachable_share: 0.0,
         }
     }
 }
@@ -466,9 +473,23 @@ pub fn pattern_bound(g: &GridInstance, gpus: u32, cfg: &PatternBoundConfig) -> P
         swept_req += request_count(g, i);
         swept[i] = true;
     }
-    let caps = partner_overlap_caps(g, &swept, cfg.alpha_steps);
     let kp = k_prime(g, &(0..n as u32).collect::<Vec<_>>());
     let h = |ns: f64| f64::from(gpus) * ns * (1.0 - SAFETY) / 3.6e12;
+    let total: i64 = g.request_len.iter().sum();
+    let reached: i64 = (0..n).filter(|&i| swept[i]).map(|i| g.request_len[i]).sum();
+    let reachable_share = if total > 0 {
+        reached as f64 / total as f64
+    } else {
+        1.0
+    };
+    if status == PatternStatus::BudgetExhausted {
+        if reachable_share < cfg.min_swept_share {
+            swept.iter_mut().for_each(|s| *s = false);
+            events = 0;
+            status = PatternStatus::BelowMinShare;
+        }
+    }
+    let caps = partner_overlap_caps(g, &swept, cfg.alpha_steps);
     let mut by = [0.0f64; 3];
     let mut trivial = 0.0f64;
     for (x, &wt) in Weighting::ALL.iter().enumerate() {
@@ -487,6 +508,7 @@ pub fn pattern_bound(g: &GridInstance, gpus: u32, cfg: &PatternBoundConfig) -> P
         attempts: with_req.len(),
         attempts_swept: swept.iter().filter(|&&s| s).count(),
         pair_events: events,
+        reachable_share,
     }
 }
 

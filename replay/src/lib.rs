@@ -49,7 +49,8 @@ pub struct ReplayOptions {
 /// One selected schedule of a workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SelectedSchedule {
-    /// `fifo`, `best_cpu_ram`, `best_gpu`, `best_cache` or `best_joint`.
+    /// One of [`SCHEDULE_NAMES`]: `fifo`, `best_cpu_ram`, `best_gpu`, `best_cache`,
+    /// `best_joint`, or the seed profile's bests `seed_best_gpu` and `seed_best_cache`.
     pub schedule: &'static str,
     /// The candidate that produced it (`priority_order:fifo`, `local_move_gpu#17`, ...).
     pub found_by: String,
@@ -194,24 +195,40 @@ fn replay_with_pool(
     timings.threads = pool.current_num_threads();
     let budget = ReplayBudget::from_config(search);
     let mut shared = ChaCha8Rng::seed_from_u64(search.seed);
-    let mut workloads = Vec::new();
-    let mut failures = Vec::new();
-    for inst in &input.workloads {
-        let t0 = Instant::now();
-        let (report, mut f) = replay_workload(
-            inst,
-            &budget,
-            &search.lp_bounds,
-            &search.pattern_bound,
-            &mut shared,
-            pool,
-        )?;
-        failures.append(&mut f);
-        workloads.push(report);
-        timings
-            .workloads_s
-            .push((inst.workload, t0.elapsed().as_secs_f64()));
-    }
+    // Each workload's LP bounds need only its grid instance and its FIFO schedule, not the
+    // search: they run on a thread of their own (HiGHS single-threaded, budgets in counts)
+    // beside the searches on the pool, so a workload's LP can overlap the previous
+    // workload's search. The results do not depend on what runs beside them.
+    let prepared = input
+        .workloads
+        .iter()
+        .map(PreparedWorkload::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let (workloads, failures) = std::thread::scope(|scope| {
+        let lp_threads: Vec<_> = prepared
+            .iter()
+            .map(|p| scope.spawn(|| p.lp_bounds(&search.lp_bounds)))
+            .collect();
+        let mut workloads = Vec::new();
+        let mut failures = Vec::new();
+        for (p, lp_thread) in prepared.iter().zip(lp_threads) {
+            let t0 = Instant::now();
+            let (report, mut f) = replay_workload(
+                p,
+                &budget,
+                lp_thread,
+                &search.pattern_bound,
+                &mut shared,
+                pool,
+            )?;
+            failures.append(&mut f);
+            workloads.push(report);
+            timings
+                .workloads_s
+                .push((p.inst.workload, t0.elapsed().as_secs_f64()));
+        }
+        Ok::<_, ReplayError>((workloads, failures))
+    })?;
     Ok((
         ReplayReport {
             seed: search.seed,
@@ -224,21 +241,59 @@ fn replay_with_pool(
     ))
 }
 
+/// What a workload's replay needs before its search: the grid instance, the independent
+/// FIFO (the deadline) and the per-blob bound parts.
+struct PreparedWorkload<'a> {
+    inst: &'a WorkloadInstance,
+    g: GridInstance,
+    /// The validator's independent FIFO starts, ns, in attempt order.
+    fifo_starts: Vec<i64>,
+    /// Its makespan: the deadline D, ns.
+    deadline_ns: i64,
+    per_blob: Vec<bounds::BlobBoundParts>,
+}
+
+impl<'a> PreparedWorkload<'a> {
+    fn new(inst: &'a WorkloadInstance) -> Result<Self, ReplayError> {
+        inst.check_quotas_fit()?;
+        let g = GridInstance::new(inst);
+        let (fifo_starts, deadline_ns) = validate::independent_fifo(inst);
+        let per_blob = bounds::blob_bound_parts(&g, deadline_ns);
+        Ok(Self {
+            inst,
+            g,
+            fifo_starts,
+            deadline_ns,
+            per_blob,
+        })
+    }
+
+    fn lp_bounds(&self, cfg: &model::config::LpBoundsConfig) -> lp::LpBounds {
+        lp::lp_bounds(
+            &self.g,
+            self.inst.caps.gpus,
+            self.deadline_ns,
+            &self.per_blob,
+            &self.fifo_starts,
+            cfg,
+        )
+    }
+}
+
 fn replay_workload(
-    inst: &WorkloadInstance,
+    p: &PreparedWorkload<'_>,
     budget: &ReplayBudget,
-    lp_config: &model::config::LpBoundsConfig,
+    lp_thread: std::thread::ScopedJoinHandle<'_, lp::LpBounds>,
     pattern_config: &model::config::PatternBoundConfig,
     shared: &mut ChaCha8Rng,
     pool: &rayon::ThreadPool,
 ) -> Result<(WorkloadReport, Vec<ScheduleFailure>), ReplayError> {
-    inst.check_quotas_fit()?;
-    let g = GridInstance::new(inst);
+    let (inst, g) = (p.inst, &p.g);
     let gpus = inst.caps.gpus;
-    let outcome = search_workload(inst, &g, budget, shared, pool)?;
+    let outcome = search_workload(inst, g, budget, shared, pool)?;
 
     // The evaluator's FIFO must equal the validator's independent FIFO, start by start.
-    let (independent, independent_makespan) = validate::independent_fifo(inst);
+    let independent = &p.fifo_starts;
     if let Some(j) =
         (0..inst.attempts.len()).find(|&j| independent[j] != outcome.fifo.eval.starts[j])
     {
@@ -250,30 +305,24 @@ fn replay_workload(
             ),
         });
     }
-    if independent_makespan != outcome.fifo.eval.makespan {
+    if p.deadline_ns != outcome.fifo.eval.makespan {
         return Err(ReplayError::FifoMismatch {
             workload: inst.workload.to_string(),
             detail: format!(
                 "makespan {} ns (evaluator) vs {} ns (validator)",
-                outcome.fifo.eval.makespan, independent_makespan
+                outcome.fifo.eval.makespan, p.deadline_ns
             ),
         });
     }
-    let deadline_ns = outcome.fifo.eval.makespan;
+    let deadline_ns = p.deadline_ns;
     let deadline_s = evaluate::ns_to_s(deadline_ns);
-    let lower_bounds = accounting::lower_bounds(&g, gpus);
-    let per_blob = bounds::blob_bound_parts(&g, deadline_ns);
-    let pattern = pool.install(|| gpu_bound::pattern_bound(&g, gpus, pattern_config));
+    let lower_bounds = accounting::lower_bounds(g, gpus);
+    let pattern = pool.install(|| gpu_bound::pattern_bound(g, gpus, pattern_config));
     let strong_bounds =
-        bounds::strong_bounds_from(&g, gpus, deadline_ns, &per_blob).with_gpu_pattern(pattern);
-    let lp_bounds = lp::lp_bounds(
-        &g,
-        gpus,
-        deadline_ns,
-        &per_blob,
-        &outcome.fifo.eval.starts,
-        lp_config,
-    );
+        bounds::strong_bounds_from(g, gpus, deadline_ns, &p.per_blob).with_gpu_pattern(pattern);
+    let lp_bounds = lp_thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
     let best_bounds = ResourceHours {
         cpu: lower_bounds.cpu,
         ram: lower_bounds.ram,
@@ -286,21 +335,15 @@ fn replay_workload(
             .max(strong_bounds.cache.best)
             .max(lp_bounds.cache.bound_h.unwrap_or(0.0)),
     };
-    let fifo_holding = accounting::holding_hours(&g, gpus, &outcome.fifo.eval);
-    let fifo_ideal = accounting::ideal_hours(&g, gpus, &outcome.fifo.eval);
+    let fifo_holding = accounting::holding_hours(g, gpus, &outcome.fifo.eval);
+    let fifo_ideal = accounting::ideal_hours(g, gpus, &outcome.fifo.eval);
 
-    let picks: [(&'static str, &Found); 5] = [
-        ("fifo", &outcome.fifo),
-        ("best_cpu_ram", &outcome.fastest),
-        ("best_gpu", &outcome.best_gpu),
-        ("best_cache", &outcome.best_cache),
-        ("best_joint", &outcome.best_joint),
-    ];
+    let picks = selected_picks(&outcome);
     let mut selected = Vec::new();
     let mut failures = Vec::new();
     for (name, found) in picks {
-        let ideal = accounting::ideal_hours(&g, gpus, &found.eval);
-        let rows = schedule_rows(inst, &g, &found.eval.starts);
+        let ideal = accounting::ideal_hours(g, gpus, &found.eval);
+        let rows = schedule_rows(inst, g, &found.eval.starts);
         let claimed = ClaimedValues {
             cpu_h: ideal.cpu,
             ram_h: ideal.ram,
@@ -327,8 +370,8 @@ fn replay_workload(
     // Every point of the Pareto front is validated too.
     let mut pareto = Vec::new();
     for (i, found) in outcome.front.iter().enumerate() {
-        let ideal = accounting::ideal_hours(&g, gpus, &found.eval);
-        let rows = schedule_rows(inst, &g, &found.eval.starts);
+        let ideal = accounting::ideal_hours(g, gpus, &found.eval);
+        let rows = schedule_rows(inst, g, &found.eval.starts);
         let claimed = ClaimedValues {
             cpu_h: ideal.cpu,
             ram_h: ideal.ram,
@@ -385,6 +428,25 @@ fn replay_workload(
         },
         failures,
     ))
+}
+
+/// The selected schedules of a search outcome, named as in [`SCHEDULE_NAMES`] and in its
+/// order (checked in every debug build, so by every test that replays).
+fn selected_picks(outcome: &search::SearchOutcome) -> [(&'static str, &Found); 7] {
+    let picks = [
+        ("fifo", &outcome.fifo),
+        ("best_cpu_ram", &outcome.fastest),
+        ("best_gpu", &outcome.best_gpu),
+        ("best_cache", &outcome.best_cache),
+        ("best_joint", &outcome.best_joint),
+        ("seed_best_gpu", &outcome.seed_best_gpu),
+        ("seed_best_cache", &outcome.seed_best_cache),
+    ];
+    debug_assert!(
+        picks.iter().map(|p| p.0).eq(SCHEDULE_NAMES.iter().copied()),
+        "selected_picks and SCHEDULE_NAMES disagree"
+    );
+    picks
 }
 
 /// A schedule as rows (attempt, start, end in seconds), in the instance's attempt order.

@@ -12,6 +12,8 @@ pub const SCHEDULE_NAMES: &[&str] = &[
     "best_gpu",
     "best_cache",
     "best_joint",
+    "seed_best_gpu",
+    "seed_best_cache",
 ];
 const RESOURCES: &[&str] = &["cpu", "ram", "gpu", "cache"];
 const LP_STATUSES: &[&str] = &["converged", "budget_exhausted", "skipped"];

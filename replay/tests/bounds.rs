@@ -331,6 +331,7 @@ fn pattern_bound_sees_that_requests_cannot_line_up() {
         8,
         &PatternBoundConfig {
             pair_events: 0,
+            min_swept_share: 0.0,
             ..Default::default()
         },
     );
@@ -338,6 +339,18 @@ fn pattern_bound_sees_that_requests_cannot_line_up() {
     assert_eq!(none.attempts_swept, 0);
     assert_close(none.bound_h, none.request_time_h, "unswept bound");
     assert!(none.bound_h < p.bound_h);
+    // With the default minimum share, a sweep that reaches nothing is not started.
+    let not_worth = pattern_bound(
+        &g,
+        8,
+        &PatternBoundConfig {
+            pair_events: 0,
+            ..Default::default()
+        },
+    );
+    assert_eq!(not_worth.status, PatternStatus::BelowMinShare);
+    assert_eq!((not_worth.attempts_swept, not_worth.pair_events), (0, 0));
+    assert_eq!(not_worth.bound_h, none.bound_h);
     let off = pattern_bound(
         &g,
         8,

@@ -138,10 +138,35 @@ fn pattern_bound_is_deterministic_and_monotone_in_its_budget() {
         2,
         &PatternBoundConfig {
             pair_events: one.pair_events / 2,
+            min_swept_share: 0.0,
             ..cfg
         },
     );
     assert_eq!(half.status, PatternStatus::BudgetExhausted);
     assert!(half.attempts_swept > 0 && half.attempts_swept < one.attempts_swept);
     assert!(half.bound_h >= half.request_time_h && half.bound_h <= one.bound_h);
+    // A partial sweep runs only when the attempts it reaches hold `min_swept_share` of the
+    // request time: all of it (1.0) skips it, exactly its own share keeps it.
+    assert!(half.reachable_share > 0.0 && half.reachable_share < 1.0);
+    assert_eq!(one.reachable_share, 1.0);
+    let skipped = run(
+        2,
+        &PatternBoundConfig {
+            pair_events: one.pair_events / 2,
+            min_swept_share: 1.0,
+            ..cfg
+        },
+    );
+    assert_eq!(skipped.status, PatternStatus::BelowMinShare);
+    assert_eq!((skipped.attempts_swept, skipped.pair_events), (0, 0));
+    assert!((skipped.bound_h - half.request_time_h).abs() <= 1e-12 * half.request_time_h);
+    let kept = run(
+        2,
+        &PatternBoundConfig {
+            pair_events: one.pair_events / 2,
+            min_swept_share: half.reachable_share,
+            ..cfg
+        },
+    );
+    assert_eq!(kept, half, "a share the sweep reaches must not skip it");
 }

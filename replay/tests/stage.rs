@@ -132,6 +132,16 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         assert_eq!(w.adaptive.choices.len(), 10);
         assert!(w.best_found.gpu <= w.seed_profile_best.0);
         assert!(w.best_found.cache <= w.seed_profile_best.1);
+        // The seed profile's bests are selected schedules of their own, validated, and
+        // carry exactly the values reported as seed_profile_best.
+        let names: Vec<&str> = w.selected.iter().map(|s| s.schedule).collect();
+        assert_eq!(names, replay::SCHEDULE_NAMES);
+        let pick = |name: &str| w.selected.iter().find(|s| s.schedule == name).unwrap();
+        assert!(w.selected.iter().all(|s| s.validated));
+        assert_eq!(pick("seed_best_gpu").ideal.gpu, w.seed_profile_best.0);
+        assert_eq!(pick("seed_best_cache").ideal.cache, w.seed_profile_best.1);
+        assert!(pick("seed_best_gpu").candidate <= w.adaptive.seed_candidates);
+        assert!(pick("seed_best_cache").candidate <= w.adaptive.seed_candidates);
         // The best valid bound is at least the SPEC's and at most the best found; the
         // Pareto front is validated and holds best_joint.
         for r in replay::Resource::ALL {
@@ -157,8 +167,11 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         lines[0],
         "workload,schedule,makespan_s,deadline_s,cpu_ideal_h,ram_ideal_h,gpu_ideal_h,cache_ideal_h,validated"
     );
-    assert_eq!(lines.len(), 1 + 2 * 5);
-    assert!(lines[1].starts_with("tmax,fifo,") && lines[6].starts_with("deepswe,fifo,"));
+    let per_workload = replay::SCHEDULE_NAMES.len();
+    assert_eq!(lines.len(), 1 + 2 * per_workload);
+    assert!(
+        lines[1].starts_with("tmax,fifo,") && lines[1 + per_workload].starts_with("deepswe,fifo,")
+    );
     assert!(lines[1..].iter().all(|l| l.ends_with(",true")));
 }
 
@@ -225,7 +238,7 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
     let cfg = model::load_config(&config).unwrap();
     let schedules = dir.path().join("run/schedules.parquet");
     let checks = replay::validate::validate_schedules_file(&cfg, &schedules, EVERY).unwrap();
-    assert_eq!(checks.len(), 10);
+    assert_eq!(checks.len(), 2 * replay::SCHEDULE_NAMES.len());
     // The recomputed values equal the ones in joint_schedules.csv.
     let csv = std::fs::read_to_string(dir.path().join("run/joint_schedules.csv")).unwrap();
     for (c, line) in checks.iter().zip(csv.lines().skip(1)) {
@@ -298,7 +311,10 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
         "{}",
         String::from_utf8_lossy(&ok.stderr)
     );
-    assert_eq!(String::from_utf8_lossy(&ok.stdout).lines().count(), 10);
+    assert_eq!(
+        String::from_utf8_lossy(&ok.stdout).lines().count(),
+        2 * replay::SCHEDULE_NAMES.len()
+    );
     let fail = std::process::Command::new(bin)
         .args(["validate", "--schedules"])
         .arg(&bad)
@@ -406,7 +422,15 @@ fn replay_validate_refuses_incomplete_files() {
     );
     let e = check(&tmax_only, EVERY).unwrap_err();
     assert!(
-        e.contains("lacks 5 selected schedule(s) of the config: deepswe/fifo, deepswe/best_cpu_ram, deepswe/best_gpu, deepswe/best_cache, deepswe/best_joint"),
+        e.contains(&format!(
+            "lacks {} selected schedule(s) of the config: {}",
+            replay::SCHEDULE_NAMES.len(),
+            replay::SCHEDULE_NAMES
+                .iter()
+                .map(|n| format!("deepswe/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
         "{e}"
     );
     let ok = check(&tmax_only, replay::validate::FileCoverage::AsGiven).unwrap();

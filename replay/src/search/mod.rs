@@ -74,6 +74,10 @@ pub struct SearchOutcome {
     /// Best GPU and cache hours of the seed profile: after its candidates (in an
     /// extended run, the seed phase that runs first; in a seed run, the best found).
     pub seed_best: (f64, f64),
+    /// The seed profile's best GPU schedule (the one behind `seed_best.0`).
+    pub seed_best_gpu: Found,
+    /// The seed profile's best cache schedule (the one behind `seed_best.1`).
+    pub seed_best_cache: Found,
     /// What the adaptive phase chose (empty for the seed profile).
     pub adaptive: AdaptiveRecord,
     /// Per-family counts, in [`Family::ALL`] order.
@@ -204,10 +208,7 @@ pub fn search_workload(
     let st = Structure::new(inst, g);
     let mut state = State::new(inst.caps.gpus);
     seed_phase::run(&mut state, &st, g, budget, &seeds, pool);
-    let seed_best = (
-        state.best_gpu.as_ref().map_or(0.0, |b| b.gpu_h),
-        state.best_cache.as_ref().map_or(0.0, |b| b.cache_h),
-    );
+    let (seed_best_gpu, seed_best_cache) = (state.best_gpu.clone(), state.best_cache.clone());
     let adaptive = match budget.profile {
         SearchProfile::Seed => AdaptiveRecord::default(),
         SearchProfile::Extended => adaptive::run(&mut state, &st, g, budget, &seeds, pool),
@@ -226,23 +227,33 @@ pub fn search_workload(
         state.best_gpu,
         state.best_cache,
         best_joint,
+        seed_best_gpu,
+        seed_best_cache,
     ) {
-        (Some(fifo), Some(fastest), Some(best_gpu), Some(best_cache), Some(best_joint)) => {
-            Ok(SearchOutcome {
-                fifo,
-                fastest,
-                best_gpu,
-                best_cache,
-                best_joint,
-                front: state.front,
-                seed_best,
-                adaptive,
-                stats: state.stats,
-                trace: state.trace,
-                rng: rng_record,
-                evaluated: state.evaluated,
-            })
-        }
+        (
+            Some(fifo),
+            Some(fastest),
+            Some(best_gpu),
+            Some(best_cache),
+            Some(best_joint),
+            Some(seed_best_gpu),
+            Some(seed_best_cache),
+        ) => Ok(SearchOutcome {
+            fifo,
+            fastest,
+            best_gpu,
+            best_cache,
+            best_joint,
+            front: state.front,
+            seed_best: (seed_best_gpu.gpu_h, seed_best_cache.cache_h),
+            seed_best_gpu,
+            seed_best_cache,
+            adaptive,
+            stats: state.stats,
+            trace: state.trace,
+            rng: rng_record,
+            evaluated: state.evaluated,
+        }),
         // Quotas were checked to fit, so the FIFO plan always schedules.
         _ => Err(ReplayError::FifoMismatch {
             workload: inst.workload.to_string(),
