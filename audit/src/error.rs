@@ -5,6 +5,9 @@ use std::path::PathBuf;
 /// Why the audit refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
+    /// Another process holds the run directory's lock.
+    #[error(transparent)]
+    RunLock(#[from] model::RunLockError),
     /// A filesystem failure.
     #[error("{}: {source}", path.display())]
     Io {

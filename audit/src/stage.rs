@@ -42,6 +42,7 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
         path: run_dir.root().to_path_buf(),
         source,
     })?;
+    let _lock = model::RunLock::acquire(run_dir.root(), "audit")?;
     // Temporary files of a killed earlier write (their process is gone) are removed.
     frames::temp::remove_stale_temp_files(run_dir.root(), frames::temp::temp_name_pid).map_err(
         |source| AuditError::Io {

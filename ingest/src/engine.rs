@@ -73,6 +73,7 @@ struct ArchiveOutcome {
 
 /// Run the ingest stage on its own multi-threaded runtime.
 pub fn run(cfg: &LoadedConfig, opts: &IngestOptions) -> Result<IngestReport, IngestError> {
+    let _lock = model::RunLock::acquire(&cfg.run_dir, "ingest")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ingest")

@@ -181,6 +181,9 @@ impl FetchError {
 /// Failure of the ingest stage.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
+    /// Another process holds the run directory's lock.
+    #[error(transparent)]
+    RunLock(#[from] model::RunLockError),
     /// The configuration cannot be used (bad endpoint, GCS client setup).
     #[error("configuration: {0}")]
     Config(String),

@@ -6,12 +6,14 @@ pub mod domain;
 pub mod error;
 pub mod manifest;
 pub mod run_dir;
+pub mod run_lock;
 pub mod threads;
 
 pub use config::{LoadedConfig, PipelineConfig, load_config};
 pub use domain::*;
 pub use error::ConfigError;
 pub use manifest::ArchiveSpec;
+pub use run_lock::{RunLock, RunLockError};
 
 /// Version of this toolkit, recorded in every output's provenance.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

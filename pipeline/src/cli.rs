@@ -51,6 +51,10 @@ pub enum Command {
         /// `list` the instances.
         #[arg(long, value_name = "NAME", conflicts_with_all = ["scale", "seed"])]
         zoo: Option<String>,
+        /// Write into an output directory that is not empty (replacing the files the
+        /// corpus has, such as an edited pipeline.yaml or manifest.csv).
+        #[arg(long)]
+        force: bool,
     },
     /// Run ingest -> audit -> replay -> report. With no config: the embedded demo run
     /// (the demo corpus is generated in runs/demo-corpus if absent), offline.
@@ -164,6 +168,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             scale,
             seed,
             zoo,
+            force,
         } => {
             if zoo.as_deref() == Some("list") {
                 for i in demo::zoo::zoo()? {
@@ -177,6 +182,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                     error: anyhow::anyhow!("demo --zoo NAME needs --out DIR"),
                 });
             };
+            refuse_non_empty_out(&out, force)?;
             let s = match &zoo {
                 Some(name) => demo::zoo::find(name)
                     .map_err(|e| Failure {
@@ -324,6 +330,33 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
     }
+}
+
+/// `pipeline demo` writes only into an absent or empty directory unless `--force`: its
+/// files (pipeline.yaml, manifest.csv) are the ones a user edits.
+fn refuse_non_empty_out(out: &std::path::Path, force: bool) -> Result<(), Failure> {
+    if force {
+        return Ok(());
+    }
+    let mut entries = match std::fs::read_dir(out) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e)
+                .context(format!("cannot read {}", out.display()))
+                .into());
+        }
+    };
+    if entries.next().is_some() {
+        return Err(Failure {
+            code: EXIT_USAGE,
+            error: anyhow::anyhow!(
+                "{} is not empty; pass --force to write the corpus into it (replacing its pipeline.yaml, manifest.csv and archives), or choose an empty directory",
+                out.display()
+            ),
+        });
+    }
+    Ok(())
 }
 
 /// Render a failure as `error: ...` with `Caused by:` lines and map it to an exit code.

@@ -131,14 +131,19 @@ pub fn build_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<Provenance> 
     })
 }
 
+/// The config text a run keeps as its snapshot: the file's, or the embedded run's.
+pub fn config_text(cfg: &LoadedConfig) -> Result<String> {
+    if cfg.path.is_file() {
+        std::fs::read_to_string(&cfg.path)
+            .with_context(|| format!("cannot read {}", cfg.path.display()))
+    } else {
+        Ok(crate::run::EMBEDDED_PIPELINE_YAML.to_string())
+    }
+}
+
 /// Write the config snapshot and `provenance.json`.
 pub fn write_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<()> {
-    let text = if cfg.path.is_file() {
-        std::fs::read_to_string(&cfg.path)
-            .with_context(|| format!("cannot read {}", cfg.path.display()))?
-    } else {
-        crate::run::EMBEDDED_PIPELINE_YAML.to_string()
-    };
+    let text = config_text(cfg)?;
     frames::atomic_write(&run.file(CONFIG_SNAPSHOT), text.as_bytes())?;
     let p = build_provenance(cfg, run)?;
     let json = serde_json::to_string_pretty(&p)? + "\n";

@@ -92,6 +92,8 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     let run = RunDir::new(&cfg.run_dir);
     std::fs::create_dir_all(run.root())
         .with_context(|| format!("cannot create {}", run.root().display()))?;
+    let _lock = model::RunLock::acquire(run.root(), "pipeline run")?;
+    refuse_foreign_files(cfg, &run, opts.force)?;
     // Leftovers of a killed earlier run go even when every stage is then skipped.
     ingest::store::remove_leftovers(run.root())?;
     let started = chrono::Utc::now();
@@ -150,6 +152,56 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
         stages: outcomes,
         workloads: headline_from_files(&run),
     })
+}
+
+/// The files directly below `run_dir` a run writes besides the stages' outputs.
+const RUN_FILES: [&str; 6] = [
+    provenance::CONFIG_SNAPSHOT,
+    "provenance.json",
+    "run.json",
+    "replay.json",
+    "ingest.run.json",
+    "replay.run.json",
+];
+
+/// A run directory is this toolkit's once `.stages/` exists (created before the first
+/// stage of the first run, so a run killed early still owns it). Otherwise any file a run
+/// would write that is already there belongs to someone else (`run_dir: .` beside a user's
+/// own `pipeline.yaml`, say) and is not replaced without `--force`; a config snapshot equal
+/// to the config being run is not a conflict.
+fn refuse_foreign_files(cfg: &LoadedConfig, run: &RunDir, force: bool) -> Result<()> {
+    let stages_dir = run.root().join(".stages");
+    if !force && !stages_dir.is_dir() {
+        let ours = provenance::config_text(cfg)?;
+        let foreign: Vec<String> = STAGES
+            .iter()
+            .flat_map(|s| crate::stages::stage_files(s))
+            .chain(RUN_FILES)
+            .filter(|name| {
+                let path = run.file(name);
+                path.exists()
+                    && !(*name == provenance::CONFIG_SNAPSHOT
+                        && std::fs::read_to_string(&path).ok().as_deref() == Some(ours.as_str()))
+            })
+            .map(str::to_string)
+            .collect();
+        if !foreign.is_empty() {
+            return Err(anyhow!(
+                "run directory {} already holds {} that no run wrote there (it has no .stages/): {}; \
+                 pass --force to replace them, or choose another run_dir",
+                run.root().display(),
+                if foreign.len() == 1 {
+                    "a file"
+                } else {
+                    "files"
+                },
+                foreign.join(", ")
+            ));
+        }
+    }
+    std::fs::create_dir_all(&stages_dir)
+        .with_context(|| format!("cannot create {}", stages_dir.display()))?;
+    Ok(())
 }
 
 /// A spinner with elapsed time while a stage runs, on a terminal only.

@@ -5,6 +5,9 @@ use std::path::PathBuf;
 /// Why the replay stage (or `replay validate`) refused or failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
+    /// Another process holds the run directory's lock.
+    #[error(transparent)]
+    RunLock(#[from] model::RunLockError),
     /// The pipeline.yaml could not be loaded.
     #[error("cannot load the configuration")]
     Config(#[from] model::ConfigError),

@@ -474,6 +474,7 @@ pub fn schedule_rows(
 /// (after writing what passed, with `validated = false` rows for the rest).
 pub fn run(cfg: &model::LoadedConfig, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
     let pool = build_pool(opts)?;
+    let _lock = model::RunLock::acquire(&cfg.run_dir, "replay")?;
     // Temporary files of a killed earlier write (their process is gone) are removed.
     frames::temp::remove_stale_temp_files(&cfg.run_dir, frames::temp::temp_name_pid).map_err(
         |source| ReplayError::Io {

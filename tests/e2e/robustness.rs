@@ -101,3 +101,188 @@ fn leftovers_of_a_killed_run_are_removed_by_the_next_run() {
         ledger
     );
 }
+
+/// Item 3: one writer per run directory. A run directory whose lock another process holds
+/// (here util-linux `flock`, which writes nothing, then a holder that says who it is) is
+/// refused by `pipeline run` and by each stage binary, naming the holder, with nothing
+/// written; once the holder is killed (SIGKILL: no clean-up), the lock is gone with it and
+/// the run goes through.
+#[test]
+fn a_run_directory_is_written_by_one_process_at_a_time() {
+    let d = tempfile::tempdir().unwrap();
+    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let config = d.path().join("pipeline.yaml");
+    let run_dir = d.path().join("run");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let lock = run_dir.join(model::run_lock::LOCK_FILE);
+    std::fs::write(
+        &lock,
+        "pid 31337: pipeline run since 2026-12-01T00:00:00Z\n",
+    )
+    .unwrap();
+    // `-o`: the lock is held by `flock` itself, not inherited by its `sleep`, so killing
+    // `flock` releases it (the kernel's doing, as for a killed `pipeline run`).
+    let mut holder = Command::new("flock")
+        .arg("-o")
+        .arg(&lock)
+        .args(["sleep", "120"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("flock, of util-linux (essential on Debian)");
+    // Wait until the holder has the lock (a probe with -n fails while it is held).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while Command::new("flock")
+        .args(["-n"])
+        .arg(&lock)
+        .arg("true")
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "flock never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let commands: [(&str, Vec<String>); 4] = [
+        ("pipeline", vec!["run".into(), config.display().to_string()]),
+        (
+            "ingest",
+            vec!["--config".into(), config.display().to_string()],
+        ),
+        (
+            "audit",
+            vec!["--config".into(), config.display().to_string()],
+        ),
+        (
+            "replay",
+            vec!["--config".into(), config.display().to_string()],
+        ),
+    ];
+    for (name, args) in &commands {
+        let out = Command::new(common::bin(name)).args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{name} ran beside the holder: {err}");
+        assert!(
+            err.contains(&format!(
+                "run directory {} is in use by pid 31337: pipeline run",
+                run_dir.display()
+            )),
+            "{name}: {err}"
+        );
+    }
+    let written: Vec<_> = std::fs::read_dir(&run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(
+        written,
+        vec![model::run_lock::LOCK_FILE.to_string()],
+        "written while locked"
+    );
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    let out = Command::new(common::bin("pipeline"))
+        .args(["run", "--quiet"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = std::fs::read_to_string(&lock).unwrap();
+    assert!(
+        said.starts_with("pid ") && said.contains(": pipeline run since "),
+        "{said}"
+    );
+}
+
+/// Item 5: no command replaces a file it did not write without `--force`. `pipeline run`
+/// with `run_dir: .` beside a user's own files refuses (naming them) and leaves them as they
+/// were; with `--force` it runs, and from then on the directory is a run's (its `.stages/`)
+/// and later runs go through. `pipeline demo --out` refuses a non-empty directory (exit 2,
+/// the edited files untouched) unless `--force`.
+#[test]
+fn user_files_are_not_replaced_without_force() {
+    let d = tempfile::tempdir().unwrap();
+    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let text = std::fs::read_to_string(d.path().join("pipeline.yaml")).unwrap();
+    let other = text.replace("run_dir: run", "run_dir: .");
+    assert_ne!(other, text, "the demo config names run_dir: run");
+    std::fs::write(d.path().join("other.yaml"), &other).unwrap();
+    let user_report = "my own notes, not a report\n";
+    std::fs::write(d.path().join("report.md"), user_report).unwrap();
+    let run = |extra: &[&str]| {
+        Command::new(common::bin("pipeline"))
+            .args(["run", "--quiet"])
+            .args(extra)
+            .arg(d.path().join("other.yaml"))
+            .output()
+            .unwrap()
+    };
+    let out = run(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("already holds files that no run wrote there")
+            && err.contains("report.md, pipeline.yaml")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("pipeline.yaml")).unwrap(),
+        text
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("report.md")).unwrap(),
+        user_report
+    );
+    assert!(!d.path().join("ledger.parquet").exists());
+    let out = run(&["--force"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("pipeline.yaml")).unwrap(),
+        other
+    );
+    let out = run(&[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // pipeline demo --out: an edited config in the target directory is kept.
+    let corpus = tempfile::tempdir().unwrap();
+    let demo = |extra: &[&str]| {
+        Command::new(common::bin("pipeline"))
+            .args(["demo", "--scale", "small", "--out"])
+            .arg(corpus.path())
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    assert!(demo(&[]).status.success(), "an empty directory is fine");
+    let edited = "# my edits\n";
+    std::fs::write(corpus.path().join("pipeline.yaml"), edited).unwrap();
+    let out = demo(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not empty; pass --force"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(corpus.path().join("pipeline.yaml")).unwrap(),
+        edited
+    );
+    assert!(demo(&["--force"]).status.success());
+    assert_ne!(
+        std::fs::read_to_string(corpus.path().join("pipeline.yaml")).unwrap(),
+        edited
+    );
+}

@@ -1,0 +1,161 @@
+//! The exclusive lock on a run directory: one `pipeline run` or stage writes it at a time.
+//!
+//! The lock is an advisory `flock`-style lock (`std::fs::File::try_lock`) on `run_dir/.lock`,
+//! so the kernel releases it when the holder exits, however it exits (a crash or SIGKILL
+//! leaves no stale lock). The holder writes its pid and command into the file; a refused
+//! command names them. Within one process the lock is reentrant: `pipeline run` holds it
+//! and calls each stage, which takes it again.
+
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The lock file's name below the run directory.
+pub const LOCK_FILE: &str = ".lock";
+
+/// Why a run directory could not be locked.
+#[derive(Debug, thiserror::Error)]
+pub enum RunLockError {
+    /// Another process holds it.
+    #[error(
+        "run directory {} is in use by {holder}; wait for it to finish (the lock goes with the process, even if it is killed)",
+        dir.display()
+    )]
+    Held {
+        /// The run directory.
+        dir: PathBuf,
+        /// What the holder wrote: `pid N: COMMAND since TIME`.
+        holder: String,
+    },
+    /// The lock file could not be created or locked.
+    #[error("cannot lock {}", path.display())]
+    Io {
+        /// The lock file (or the run directory).
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Locks this process holds: canonical run directory -> (lock file, holders).
+static HELD: Mutex<BTreeMap<PathBuf, (File, usize)>> = Mutex::new(BTreeMap::new());
+
+/// A held lock on a run directory; released when the last holder in this process drops it.
+#[derive(Debug)]
+pub struct RunLock {
+    key: PathBuf,
+}
+
+impl RunLock {
+    /// Lock `run_dir` (created if absent) for `command` (e.g. `pipeline run`), or say who
+    /// holds it. Reentrant within one process.
+    pub fn acquire(run_dir: &Path, command: &str) -> Result<RunLock, RunLockError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| RunLockError::Io { path, source }
+        };
+        std::fs::create_dir_all(run_dir).map_err(io(run_dir))?;
+        let key = run_dir.canonicalize().map_err(io(run_dir))?;
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, holders)) = held.get_mut(&key) {
+            *holders += 1;
+            return Ok(RunLock { key });
+        }
+        let path = key.join(LOCK_FILE);
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io(&path))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let said = std::fs::read_to_string(&path).unwrap_or_default();
+                let said = said.trim();
+                return Err(RunLockError::Held {
+                    dir: run_dir.to_path_buf(),
+                    holder: if said.is_empty() {
+                        "another process (it did not say which)".to_string()
+                    } else {
+                        said.to_string()
+                    },
+                });
+            }
+            Err(TryLockError::Error(source)) => return Err(RunLockError::Io { path, source }),
+        }
+        let note = format!(
+            "pid {}: {command} since {}\n",
+            std::process::id(),
+            chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ")
+        );
+        file.set_len(0)
+            .and_then(|()| file.write_all(note.as_bytes()))
+            .map_err(io(&path))?;
+        held.insert(key.clone(), (file, 1));
+        Ok(RunLock { key })
+    }
+}
+
+impl Drop for RunLock {
+    fn drop(&mut self) {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, holders)) = held.get_mut(&self.key) {
+            *holders -= 1;
+            if *holders == 0 {
+                // Closing the file releases the lock.
+                held.remove(&self.key);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reentrant_in_one_process_and_released_by_the_last_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = RunLock::acquire(dir.path(), "first").unwrap();
+        let b = RunLock::acquire(dir.path(), "second").unwrap();
+        let text = std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
+        assert!(
+            text.starts_with(&format!("pid {}: first since ", std::process::id())),
+            "{text}"
+        );
+        drop(a);
+        // Still held: a second open file description cannot lock it.
+        let other = File::open(dir.path().join(LOCK_FILE)).unwrap();
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+        drop(b);
+        other.try_lock().expect("released by the last holder");
+    }
+
+    #[test]
+    fn a_lock_held_elsewhere_is_refused_naming_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(LOCK_FILE);
+        std::fs::write(&path, "pid 4242: pipeline run since 2026-12-01T00:00:00Z\n").unwrap();
+        let other = File::open(&path).unwrap();
+        other.lock().unwrap();
+        let err = RunLock::acquire(dir.path(), "audit").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("is in use by pid 4242: pipeline run since 2026-12-01T00:00:00Z"),
+            "{msg}"
+        );
+        // The refusal did not overwrite what the holder wrote.
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .starts_with("pid 4242")
+        );
+        drop(other);
+        RunLock::acquire(dir.path(), "audit").expect("free once the holder closes it");
+    }
+}
