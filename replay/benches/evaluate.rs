@@ -104,6 +104,38 @@ fn main() {
         t_cache / k
     );
 
+    // The coverage-count union's two ways of finding the pieces in open buckets (same
+    // value), on the same schedules.
+    let mut ways = [0.0f64; 2];
+    for p in &plans {
+        let (starts, makespan) =
+            replay::evaluate::list_schedule(&g, p, &mut scratch).expect("fits");
+        let order = replay::evaluate::start_order_of(&starts);
+        for (w, way) in [
+            replay::evaluate::OpenPieces::Scan,
+            replay::evaluate::OpenPieces::Runs,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let t = Instant::now();
+            std::hint::black_box(replay::evaluate::covered_bucket_union_with(
+                &g,
+                &starts,
+                &order,
+                makespan,
+                way,
+                &mut scratch,
+            ));
+            ways[w] += t.elapsed().as_secs_f64();
+        }
+    }
+    println!(
+        "covered_union_ms: open pieces by scan {:.3}, by runs {:.3}",
+        ways[0] / k,
+        ways[1] / k
+    );
+
     // Independent validator on one schedule.
     let e = evaluate(&g, &fifo, &mut scratch).expect("fifo");
     let rows = replay::schedule_rows(&inst, &g, &e.starts);
