@@ -4,12 +4,22 @@
 //! search on 1 thread and on all threads; moves per second of the start-time neighbourhood
 //! search and the first-fit construction.
 //!
-//! Run: `cargo bench -p replay --bench evaluate` (release profile, `harness = false`).
+//! Run: `cargo bench -p replay --bench evaluate` (release profile, `harness = false`). The
+//! `_cpu` lines count this thread's time on a CPU (Linux), which a shared machine inflates
+//! less than wall time.
 
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
 use replay::search::{ReplayBudget, search_workload};
 use replay::synthetic::{SyntheticShape, synthetic_instance};
 use std::time::Instant;
+
+/// This thread's time on a CPU so far, seconds (Linux `/proc/thread-self/schedstat`; `None`
+/// elsewhere). On a shared machine it leaves out the time the thread waited for a core.
+fn cpu_s() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let ns: u64 = s.split_whitespace().next()?.parse().ok()?;
+    Some(ns as f64 / 1e9)
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
@@ -57,6 +67,7 @@ fn main() {
         plans.push(Plan::from_order(&o));
     }
     let rounds = 8;
+    let cpu0 = cpu_s();
     let t = Instant::now();
     for _ in 0..rounds {
         for p in &plans {
@@ -64,12 +75,21 @@ fn main() {
         }
     }
     let secs = t.elapsed().as_secs_f64();
+    let cpu = cpu_s().zip(cpu0).map(|(b, a)| b - a);
     let n = (rounds * plans.len()) as f64;
     println!(
         "full_evaluations_per_s_one_core: {:.0} ({:.3} ms each)",
         n / secs,
         secs / n * 1e3
     );
+    if let Some(cpu) = cpu {
+        println!(
+            "full_evaluations_per_cpu_s: {:.0} ({:.3} ms of CPU each; wall / CPU {:.2})",
+            n / cpu,
+            cpu / n * 1e3,
+            secs / cpu
+        );
+    }
 
     // Breakdown of one evaluation: list schedule, GPU union, cache sweep.
     let (mut t_list, mut t_gpu, mut t_cache) = (0.0, 0.0, 0.0);
@@ -104,6 +124,38 @@ fn main() {
         t_cache / k
     );
 
+    // The coverage-count union's two ways of finding the pieces in open buckets (same
+    // value), on the same schedules.
+    let mut ways = [0.0f64; 2];
+    for p in &plans {
+        let (starts, makespan) =
+            replay::evaluate::list_schedule(&g, p, &mut scratch).expect("fits");
+        let order = replay::evaluate::start_order_of(&starts);
+        for (w, way) in [
+            replay::evaluate::OpenPieces::Scan,
+            replay::evaluate::OpenPieces::Runs,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let t = Instant::now();
+            std::hint::black_box(replay::evaluate::covered_bucket_union_with(
+                &g,
+                &starts,
+                &order,
+                makespan,
+                way,
+                &mut scratch,
+            ));
+            ways[w] += t.elapsed().as_secs_f64();
+        }
+    }
+    println!(
+        "covered_union_ms: open pieces by scan {:.3}, by runs {:.3}",
+        ways[0] / k,
+        ways[1] / k
+    );
+
     // Independent validator on one schedule.
     let e = evaluate(&g, &fifo, &mut scratch).expect("fifo");
     let rows = replay::schedule_rows(&inst, &g, &e.starts);
@@ -136,25 +188,35 @@ fn main() {
         };
         // The chain's state build alone (a chain of no moves), best of 5.
         let mut build = f64::INFINITY;
+        let mut build_cpu = f64::INFINITY;
         for _ in 0..5 {
             let mut rng =
                 <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
             let none = replay::lns::ChainParams { moves: 0, ..params };
+            let cpu0 = cpu_s();
             let t = Instant::now();
             std::hint::black_box(replay::lns::run_chain(
                 &g, &ctx, &e.starts, objective, none, &mut rng,
             ));
             build = build.min(t.elapsed().as_secs_f64());
+            if let Some(c) = cpu_s().zip(cpu0).map(|(b, a)| b - a) {
+                build_cpu = build_cpu.min(c);
+            }
         }
         // The same chain three times (identical work), best time: the machine is shared.
         let mut secs = f64::INFINITY;
+        let mut chain_cpu = f64::INFINITY;
         let mut out = None;
         for _ in 0..3 {
             let mut rng =
                 <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
+            let cpu0 = cpu_s();
             let t = Instant::now();
             let o = replay::lns::run_chain(&g, &ctx, &e.starts, objective, params, &mut rng);
             secs = secs.min(t.elapsed().as_secs_f64());
+            if let Some(c) = cpu_s().zip(cpu0).map(|(b, a)| b - a) {
+                chain_cpu = chain_cpu.min(c);
+            }
             out = Some(o);
         }
         let out = out.expect("three runs");
@@ -175,6 +237,13 @@ fn main() {
             (secs - build) / out.moves as f64 * 1e6,
             build * 1e3
         );
+        if chain_cpu.is_finite() && build_cpu.is_finite() {
+            println!(
+                "lns_move_{name}_cpu_us: {:.1} of CPU per move (state build {:.3} ms excluded)",
+                (chain_cpu - build_cpu) / out.moves as f64 * 1e6,
+                build_cpu * 1e3
+            );
+        }
     }
     let order: Vec<u32> = (0..g.len() as u32).collect();
     let t = Instant::now();

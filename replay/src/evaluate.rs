@@ -182,6 +182,10 @@ pub struct Scratch {
     blob_total: Vec<i64>,
     cover_count: Vec<i32>,
     pieces: Vec<(i64, i64)>,
+    /// Starts in sweep order (binary-searched for the attempts around an open run).
+    sorted_starts: Vec<i64>,
+    /// Runs of buckets not covered whole, as `[first, end)` bucket indices.
+    open_runs: Vec<(usize, usize)>,
 }
 
 /// The union sweep's ring of time buckets.
@@ -370,12 +374,35 @@ pub fn gpu_union_in_order(
     }
 }
 
+/// Requests per time bucket of [`covered_bucket_union`] (buckets of about a few requests'
+/// length: most are still covered whole by one request, and the prefix pass over the
+/// buckets costs a fraction of the pass over the requests).
+pub const REQUESTS_PER_COVER_BUCKET: u64 = 4;
+
+/// What examining one candidate attempt of an open run costs, in requests scanned.
+pub const RUN_CANDIDATE_COST: usize = 16;
+
+/// How [`covered_bucket_union`] finds the request pieces in the buckets nobody covers whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OpenPieces {
+    /// [`OpenPieces::Runs`] when its candidate attempts times [`RUN_CANDIDATE_COST`] are
+    /// fewer than the requests, else [`OpenPieces::Scan`] (same result, the cheaper way).
+    Auto,
+    /// A second pass over every request, keeping the parts in open buckets.
+    Scan,
+    /// Per run of open buckets, the attempts that can reach it (started at most one longest
+    /// duration before it, found by binary search in the sorted starts) and, in each, the
+    /// requests that overlap it (binary search in its request ends).
+    Runs,
+}
+
 /// Union length by coverage counts on power-of-two time buckets (about one per request):
 /// pass 1 adds, per request, one to the buckets it covers whole (a difference array); a
-/// bucket covered whole by some request adds its width. Pass 2 collects the pieces of the
-/// requests in the other buckets (clipped to their bucket), which are sorted and merged.
-/// `None` (nothing computed) when more than an eighth of the buckets up to the makespan
-/// are not covered whole, where the ring sweep is faster.
+/// bucket covered whole by some request adds its width. Then the pieces of the requests in
+/// the other buckets (clipped to them) are collected, sorted and merged: usually from the
+/// few attempts around each run of such buckets ([`OpenPieces::Auto`]). `None` (nothing
+/// computed) when more than an eighth of the buckets up to the makespan are not covered
+/// whole, where the ring sweep is faster.
 pub fn covered_bucket_union(
     g: &GridInstance,
     starts: &[i64],
@@ -383,11 +410,24 @@ pub fn covered_bucket_union(
     makespan: i64,
     scratch: &mut Scratch,
 ) -> Option<i64> {
+    covered_bucket_union_with(g, starts, start_order, makespan, OpenPieces::Auto, scratch)
+}
+
+/// [`covered_bucket_union`] with the way open pieces are found chosen (for tests and
+/// benches; every choice gives the same union).
+pub fn covered_bucket_union_with(
+    g: &GridInstance,
+    starts: &[i64],
+    start_order: &[u32],
+    makespan: i64,
+    open_pieces: OpenPieces,
+    scratch: &mut Scratch,
+) -> Option<i64> {
     let total = g.request_count();
     if total == 0 {
         return Some(0);
     }
-    let target = total as u64;
+    let target = (total as u64 / REQUESTS_PER_COVER_BUCKET).max(1);
     let span = makespan.max(1) as u64;
     let mut shift = 0u32;
     while (span >> shift) > target {
@@ -402,45 +442,99 @@ pub fn covered_bucket_union(
         let j = j as usize;
         let s = starts[j];
         for (x, y) in g.shifted_requests(j, s) {
-            // Buckets [fb, lb) lie inside [x, y).
+            // Buckets [fb, lb) lie inside [x, y); none when fb >= lb (then the two
+            // updates are zero, so no branch).
             let fb = ((x + width - 1) >> shift) as usize;
             let lb = (y >> shift) as usize;
-            if fb < lb {
-                cov[fb] += 1;
-                cov[lb] -= 1;
-            }
+            let inside = i32::from(fb < lb);
+            cov[fb] += inside;
+            cov[lb] -= inside;
         }
     }
     let mut run = 0i32;
     let mut whole = 0i64;
-    let mut open = 0usize;
-    for c in cov.iter_mut() {
+    let runs = &mut scratch.open_runs;
+    runs.clear();
+    let mut prev_open = false;
+    let mut run_start = 0usize;
+    for (b, c) in cov[..n_buckets].iter_mut().enumerate() {
         run += *c;
         *c = run;
-        if run > 0 {
-            whole += 1;
-        } else {
-            open += 1;
+        let is_open = run <= 0;
+        whole += i64::from(!is_open);
+        // Open runs begin and end rarely: the branch is nearly always not taken.
+        if is_open != prev_open {
+            if is_open {
+                run_start = b;
+            } else {
+                runs.push((run_start, b));
+            }
+            prev_open = is_open;
         }
     }
+    if prev_open {
+        runs.push((run_start, n_buckets));
+    }
+    let open = n_buckets + 1 - whole as usize;
     // Buckets past the makespan hold nothing; the last two are always open.
     if open > n_buckets / 8 + 3 {
         return None;
     }
     let pieces = &mut scratch.pieces;
     pieces.clear();
-    for &j in start_order {
-        let j = j as usize;
-        let s = starts[j];
-        for (x, y) in g.shifted_requests(j, s) {
-            let fb = (x + width - 1) >> shift;
-            let lb = y >> shift;
-            let first = (x >> shift) as usize;
-            if x < fb << shift && cov[first] == 0 {
-                pieces.push((x, y.min(fb << shift)));
+    let sorted = &mut scratch.sorted_starts;
+    sorted.clear();
+    sorted.extend(start_order.iter().map(|&j| starts[j as usize]));
+    let use_runs = match open_pieces {
+        OpenPieces::Scan => false,
+        OpenPieces::Runs => true,
+        OpenPieces::Auto => {
+            let mut candidates = 0usize;
+            for &(b0, b1) in runs.iter() {
+                let (t0, t1) = ((b0 as i64) << shift, (b1 as i64) << shift);
+                let lo = sorted.partition_point(|&x| x < t0 - g.max_duration);
+                let hi = sorted.partition_point(|&x| x < t1);
+                candidates += hi - lo;
             }
-            if lb >= fb && y > lb << shift && cov[lb as usize] == 0 {
-                pieces.push((lb << shift, y));
+            candidates * RUN_CANDIDATE_COST < total
+        }
+    };
+    if use_runs {
+        for &(b0, b1) in runs.iter() {
+            let (t0, t1) = ((b0 as i64) << shift, (b1 as i64) << shift);
+            // Attempts that started before t0 - longest duration have ended by t0.
+            let lo = sorted.partition_point(|&x| x < t0 - g.max_duration);
+            let hi = sorted.partition_point(|&x| x < t1);
+            for &j in &start_order[lo..hi] {
+                let j = j as usize;
+                let s = starts[j];
+                if s + g.duration[j] <= t0 {
+                    continue;
+                }
+                let range = g.request_first[j]..g.request_first[j + 1];
+                let (rs, re) = (&g.request_start[range.clone()], &g.request_end[range]);
+                // Requests are sorted and disjoint: the first ending after t0 onwards.
+                let mut k = re.partition_point(|&e| s + e <= t0);
+                while k < rs.len() && s + rs[k] < t1 {
+                    pieces.push(((s + rs[k]).max(t0), (s + re[k]).min(t1)));
+                    k += 1;
+                }
+            }
+        }
+    } else {
+        for &j in start_order {
+            let j = j as usize;
+            let s = starts[j];
+            for (x, y) in g.shifted_requests(j, s) {
+                let fb = (x + width - 1) >> shift;
+                let lb = y >> shift;
+                let first = (x >> shift) as usize;
+                if x < fb << shift && cov[first] == 0 {
+                    pieces.push((x, y.min(fb << shift)));
+                }
+                if lb >= fb && y > lb << shift && cov[lb as usize] == 0 {
+                    pieces.push((lb << shift, y));
+                }
             }
         }
     }

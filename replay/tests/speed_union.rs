@@ -1,11 +1,12 @@
-//! The evaluator's GPU unions (bucket coverage counts, and the one-pass ring-bucket sweep it
-//! falls back to) against a plain sort-and-merge of every shifted request, on random small
-//! instances and random starts, sparse and dense.
+//! The evaluator's GPU unions (bucket coverage counts with either way of finding the pieces
+//! in open buckets, and the one-pass ring-bucket sweep it falls back to) against a plain
+//! sort-and-merge of every shifted request, on random small instances and random starts,
+//! sparse and dense.
 
 use proptest::prelude::*;
 use replay::evaluate::{
-    GridInstance, Scratch, covered_bucket_union, gpu_union, gpu_union_in_order,
-    ring_union_in_order, start_order_of,
+    GridInstance, OpenPieces, Plan, Scratch, covered_bucket_union, covered_bucket_union_with,
+    gpu_union, gpu_union_in_order, list_schedule, ring_union_in_order, start_order_of,
 };
 use replay::synthetic::{SyntheticShape, synthetic_instance};
 
@@ -57,6 +58,12 @@ proptest! {
         if let Some(u) = covered_bucket_union(&g, &starts, &order, makespan, &mut scratch) {
             prop_assert_eq!(u, want);
         }
+        for way in [OpenPieces::Scan, OpenPieces::Runs] {
+            let u = covered_bucket_union_with(&g, &starts, &order, makespan, way, &mut scratch);
+            if let Some(u) = u {
+                prop_assert_eq!(u, want, "{:?}", way);
+            }
+        }
     }
 
     #[test]
@@ -87,6 +94,83 @@ proptest! {
         if let Some(u) = covered_bucket_union(&g, &starts, &order, makespan, &mut scratch) {
             prop_assert_eq!(u, want);
         }
+        for way in [OpenPieces::Scan, OpenPieces::Runs] {
+            let u = covered_bucket_union_with(&g, &starts, &order, makespan, way, &mut scratch);
+            if let Some(u) = u {
+                prop_assert_eq!(u, want, "{:?}", way);
+            }
+        }
         prop_assert_eq!(gpu_union_in_order(&g, &starts, &order, makespan, &mut scratch), want);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+    /// List schedules of random orders on a deepswe-shaped instance (the bench's shape,
+    /// smaller): when the coverage-count union answers (not too many open buckets) it is the
+    /// plain sort's union, whichever way it finds the open pieces.
+    #[test]
+    fn coverage_count_union_on_list_schedules_equals_a_plain_sort(
+        tasks in 20usize..80,
+        seed in any::<u64>(),
+        swaps in prop::collection::vec((any::<u32>(), any::<u32>()), 0..400),
+    ) {
+        let mut shape = SyntheticShape::deepswe();
+        shape.tasks = tasks;
+        shape.repos = 5;
+        shape.seed = seed;
+        let inst = synthetic_instance(&shape).unwrap();
+        let g = GridInstance::new(&inst);
+        let n = g.len() as u32;
+        let mut order: Vec<u32> = (0..n).collect();
+        for &(a, b) in &swaps {
+            order.swap((a % n) as usize, (b % n) as usize);
+        }
+        let mut scratch = Scratch::new();
+        let (starts, makespan) =
+            list_schedule(&g, &Plan::from_order(&order), &mut scratch).unwrap();
+        let want = plain_union(&g, &starts);
+        let by_start = start_order_of(&starts);
+        let auto = covered_bucket_union_with(
+            &g, &starts, &by_start, makespan, OpenPieces::Auto, &mut scratch,
+        );
+        if let Some(u) = auto {
+            prop_assert_eq!(u, want);
+        }
+        for way in [OpenPieces::Scan, OpenPieces::Runs] {
+            let u = covered_bucket_union_with(&g, &starts, &by_start, makespan, way, &mut scratch);
+            prop_assert_eq!(u, auto.map(|_| want), "{:?}", way);
+        }
+        prop_assert_eq!(gpu_union(&g, &starts, makespan, &mut scratch), want);
+    }
+}
+
+/// On the bench's instance (deepswe shape, 2,000 attempts) the coverage-count union
+/// answers for FIFO and for random orders (no fallback), equal to the plain sort both ways.
+#[test]
+fn coverage_count_union_answers_on_the_bench_instance() {
+    let inst = synthetic_instance(&SyntheticShape::deepswe()).unwrap();
+    let g = GridInstance::new(&inst);
+    let n = g.len() as u32;
+    let mut scratch = Scratch::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for round in 0..4 {
+        let mut order: Vec<u32> = (0..n).collect();
+        if round > 0 {
+            for i in (1..order.len()).rev() {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                order.swap(i, ((state >> 33) % (i as u64 + 1)) as usize);
+            }
+        }
+        let (starts, makespan) =
+            list_schedule(&g, &Plan::from_order(&order), &mut scratch).unwrap();
+        let want = plain_union(&g, &starts);
+        let by_start = start_order_of(&starts);
+        for way in [OpenPieces::Auto, OpenPieces::Scan, OpenPieces::Runs] {
+            let u = covered_bucket_union_with(&g, &starts, &by_start, makespan, way, &mut scratch);
+            assert_eq!(u, Some(want), "round {round}, {way:?}");
+        }
     }
 }
