@@ -482,12 +482,10 @@ pub fn pattern_bound(g: &GridInstance, gpus: u32, cfg: &PatternBoundConfig) -> P
     } else {
         1.0
     };
-    if status == PatternStatus::BudgetExhausted {
-        if reachable_share < cfg.min_swept_share {
-            swept.iter_mut().for_each(|s| *s = false);
-            events = 0;
-            status = PatternStatus::BelowMinShare;
-        }
+    if status == PatternStatus::BudgetExhausted && reachable_share < cfg.min_swept_share {
+        swept.iter_mut().for_each(|s| *s = false);
+        events = 0;
+        status = PatternStatus::BelowMinShare;
     }
     let caps = partner_overlap_caps(g, &swept, cfg.alpha_steps);
     let mut by = [0.0f64; 3];
