@@ -75,7 +75,15 @@ impl RunLock {
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
-                let said = std::fs::read_to_string(&path).unwrap_or_default();
+                // The holder writes its note right after it locks: give it a moment.
+                let mut said = String::new();
+                for _ in 0..50 {
+                    said = std::fs::read_to_string(&path).unwrap_or_default();
+                    if !said.trim().is_empty() {
+                        break;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
                 let said = said.trim();
                 return Err(RunLockError::Held {
                     dir: run_dir.to_path_buf(),
