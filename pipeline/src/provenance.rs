@@ -12,6 +12,10 @@ use std::path::Path;
 
 /// The copy of the config text a run used, kept in the run directory.
 pub const CONFIG_SNAPSHOT: &str = "pipeline.yaml";
+/// The run's provenance document (archives, outputs and their hashes).
+pub const PROVENANCE_FILE: &str = "provenance.json";
+/// The run's wall-clock facts (times, host, per-stage durations).
+pub const RUN_JSON_FILE: &str = "run.json";
 
 /// One archive the run read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -147,7 +151,7 @@ pub fn write_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<()> {
     frames::atomic_write(&run.file(CONFIG_SNAPSHOT), text.as_bytes())?;
     let p = build_provenance(cfg, run)?;
     let json = serde_json::to_string_pretty(&p)? + "\n";
-    frames::atomic_write(&run.file("provenance.json"), json.as_bytes())?;
+    frames::atomic_write(&run.file(PROVENANCE_FILE), json.as_bytes())?;
     Ok(())
 }
 
@@ -175,7 +179,7 @@ pub fn write_run_json(
         "stages": stages,
     });
     let text = serde_json::to_string_pretty(&doc)? + "\n";
-    frames::atomic_write(&run.file("run.json"), text.as_bytes())?;
+    frames::atomic_write(&run.file(RUN_JSON_FILE), text.as_bytes())?;
     Ok(())
 }
 
@@ -192,7 +196,7 @@ pub struct VerifyReport {
 /// outputs from its verified store in a scratch directory.
 pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
     let run = RunDir::new(run_dir);
-    let ppath = run.file("provenance.json");
+    let ppath = run.file(PROVENANCE_FILE);
     let text = std::fs::read_to_string(&ppath)
         .with_context(|| format!("cannot read {}", ppath.display()))?;
     let prov: Provenance = serde_json::from_str(&text)

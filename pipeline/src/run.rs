@@ -157,11 +157,11 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
 /// The files directly below `run_dir` a run writes besides the stages' outputs.
 const RUN_FILES: [&str; 6] = [
     provenance::CONFIG_SNAPSHOT,
-    "provenance.json",
-    "run.json",
-    "replay.json",
-    "ingest.run.json",
-    "replay.run.json",
+    provenance::PROVENANCE_FILE,
+    provenance::RUN_JSON_FILE,
+    replay::output::REPLAY_JSON_FILE,
+    ingest::RUN_JSON_FILE,
+    replay::output::RUN_JSON_FILE,
 ];
 
 /// A run directory is this toolkit's once `.stages/` exists (created before the first

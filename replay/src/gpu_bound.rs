@@ -290,32 +290,30 @@ fn lagrangian_cap(terms: &[Terms], cap: f64, alpha: f64, di: i64) -> f64 {
     };
     let (mut g0, mut g1) = (0.0f64, 0.0f64);
     let mut best = total(g0, g1);
+    // One end's multiplier with the other's fixed (`first`: g0 for the first piece, else g1
+    // for the last; the two are mirror images): term = max(A - g, B).
+    let side = |g_other: f64, first: bool| -> f64 {
+        let items: Vec<(f64, f64)> = terms
+            .iter()
+            .map(|t| {
+                let (near, far) = if first {
+                    (t.first, t.last)
+                } else {
+                    (t.last, t.first)
+                };
+                let (a, b) = if t.longer {
+                    (near.max(t.middle - g_other), 0f64.max(far - g_other))
+                } else {
+                    (near, 0f64.max(t.middle).max(far - g_other))
+                };
+                (a - b, t.w)
+            })
+            .collect();
+        weighted_threshold(items, cap)
+    };
     for _ in 0..2 {
-        // g0 with g1 fixed: term = max(A - g0, B).
-        let items: Vec<(f64, f64)> = terms
-            .iter()
-            .map(|t| {
-                let (a, b) = if t.longer {
-                    (t.first.max(t.middle - g1), 0f64.max(t.last - g1))
-                } else {
-                    (t.first, 0f64.max(t.middle).max(t.last - g1))
-                };
-                (a - b, t.w)
-            })
-            .collect();
-        g0 = weighted_threshold(items, cap);
-        let items: Vec<(f64, f64)> = terms
-            .iter()
-            .map(|t| {
-                let (a, b) = if t.longer {
-                    (t.last.max(t.middle - g0), 0f64.max(t.first - g0))
-                } else {
-                    (t.last, 0f64.max(t.middle).max(t.first - g0))
-                };
-                (a - b, t.w)
-            })
-            .collect();
-        g1 = weighted_threshold(items, cap);
+        g0 = side(g1, true);
+        g1 = side(g0, false);
         best = best.min(total(g0, g1));
     }
     best

@@ -304,12 +304,17 @@ pub fn write_outputs(
         "time_grid": "integer nanoseconds; quotas and caps in integer nano-units",
         "workloads": workloads,
     });
-    let p = dir.file("replay.json");
+    let p = dir.file(REPLAY_JSON_FILE);
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
     frames::atomic_write(&p, text.as_bytes())?;
     written.push(p);
     Ok(written)
 }
+
+/// The replay's summary document below the run directory.
+pub const REPLAY_JSON_FILE: &str = "replay.json";
+/// The replay's wall-clock facts below the run directory.
+pub const RUN_JSON_FILE: &str = "replay.run.json";
 
 /// Write `replay.run.json`: wall-clock facts of this run (never compared across runs).
 pub fn write_run_json(cfg: &model::LoadedConfig, t: &RunTimings) -> Result<PathBuf, ReplayError> {
@@ -328,7 +333,7 @@ pub fn write_run_json(cfg: &model::LoadedConfig, t: &RunTimings) -> Result<PathB
         "workloads_s": t.workloads_s,
         "write_s": t.write_s,
     });
-    let p = RunDir::new(&cfg.run_dir).file("replay.run.json");
+    let p = RunDir::new(&cfg.run_dir).file(RUN_JSON_FILE);
     let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
     frames::atomic_write(&p, text.as_bytes())?;
     Ok(p)
