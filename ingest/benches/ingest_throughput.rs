@@ -6,7 +6,7 @@
 //! `cargo bench -p ingest --bench ingest_throughput` (set `INGEST_BENCH_DIR` to choose the
 //! scratch directory, default a temp dir). Prints a Markdown section for docs/BENCHMARKS.md.
 
-use ingest::testkit::{FakeGcsServer, HubServer, SourcesSpec, manifest_row, write_pipeline};
+use testkit::{FakeGcsServer, HubServer, SourcesSpec, manifest_row, write_pipeline};
 use model::config::{IngestConfig, LocationKind};
 use model::manifest::ManifestRow;
 use std::io::Write;

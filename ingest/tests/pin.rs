@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use ingest::pin::{GcsPrefix, HubTarget, PinRequest, PinSettings, pin};
-use ingest::testkit::{DemoSources, DemoSourcesOptions, HubFaults};
+use testkit::{DemoSources, DemoSourcesOptions, HubFaults};
 use std::time::Duration;
 
 fn settings(sources: &DemoSources) -> PinSettings {

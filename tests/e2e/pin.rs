@@ -6,7 +6,7 @@
 
 mod common;
 
-use ingest::testkit::{DemoSources, DemoSourcesOptions};
+use testkit::{DemoSources, DemoSourcesOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -114,7 +114,7 @@ fn bytes_that_differ_between_gcs_and_the_hub_are_refused_with_both_hashes() {
         .clone();
     let err = f.stable(&out.stderr);
     assert!(
-        err.contains(&ingest::testkit::hub::sha256_hex(&other)),
+        err.contains(&testkit::hub::sha256_hex(&other)),
         "{err}"
     );
     assert!(err.contains(&demo_sha), "{err}");

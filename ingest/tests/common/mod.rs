@@ -3,7 +3,7 @@
 //! write pipelines and read back the ledger and the store.
 #![allow(dead_code)]
 
-use ingest::testkit::{
+use testkit::{
     FakeGcsServer, HubServer, PublishedObject, SourcesSpec, manifest_row, write_pipeline,
 };
 use ingest::{IngestOptions, LedgerRow};

@@ -12,7 +12,7 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use ingest::testkit::{DemoSources, DemoSourcesOptions};
+use testkit::{DemoSources, DemoSourcesOptions};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
