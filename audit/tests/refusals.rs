@@ -975,8 +975,7 @@ fn a_global_pax_mtime_applies_to_later_members_without_their_own() {
 #[test]
 fn a_start_file_without_a_readable_mtime_is_no_orphan_timer() {
     let record = pax_record("mtime", "notatime");
-    let mut bytes =
-        tar_with_pax_record(&record, "deepswe/t1/a1/requests/00001.start", b"");
+    let mut bytes = tar_with_pax_record(&record, "deepswe/t1/a1/requests/00001.start", b"");
     bytes.truncate(bytes.len() - 1024);
     let mut rest = good_attempt();
     rest.remove(1);

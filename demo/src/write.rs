@@ -390,7 +390,12 @@ mod tests {
 
     #[test]
     fn pax_records_are_the_tar_crates() {
-        for v in ["1.5", "1756684800.123456789", &"9".repeat(95), &"9".repeat(996)] {
+        for v in [
+            "1.5",
+            "1756684800.123456789",
+            &"9".repeat(95),
+            &"9".repeat(996),
+        ] {
             let mut b = tar::Builder::new(Vec::new());
             b.append_pax_extensions([("mtime", v.as_bytes())]).unwrap();
             let bytes = b.into_inner().unwrap();

@@ -6,9 +6,9 @@
 mod common;
 
 use common::*;
-use testkit::HubRole;
 use ingest::{IngestOptions, Verdict};
 use model::config::LocationKind::{File, Gcs, Hf};
+use testkit::HubRole;
 
 #[test]
 fn corpus_from_files_gcs_and_hub_is_verified_then_served_from_the_store() {

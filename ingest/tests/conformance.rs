@@ -4,12 +4,12 @@
 mod common;
 
 use common::*;
-use testkit::conformance::check_source;
 use ingest::source::gcs::GcsSettings;
 use ingest::source::hf::HfSettings;
 use ingest::source::{ArchiveSource, FileSource, GcsSource, HfSource};
 use model::ArchiveSpec;
 use std::time::Duration;
+use testkit::conformance::check_source;
 
 fn check(source: &dyn ArchiveSource, good: &ArchiveSpec, missing: &ArchiveSpec) {
     let rt = tokio::runtime::Runtime::new().unwrap();

@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use ingest::Verdict;
-use testkit::{FaultProxy, ProxyFaults};
 use model::config::LocationKind::{File, Gcs};
+use testkit::{FaultProxy, ProxyFaults};
 
 fn sha_hex(b: &[u8]) -> String {
     testkit::hub::sha256_hex(b)

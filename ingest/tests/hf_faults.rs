@@ -8,9 +8,9 @@
 mod common;
 
 use common::*;
-use testkit::{HubFaults, HubRole, ResolveChange};
 use ingest::{EnvOverrides, FetchError, HfToken, IngestOptions, Verdict};
 use model::config::LocationKind::Hf;
+use testkit::{HubFaults, HubRole, ResolveChange};
 
 fn revision() -> String {
     demo::write::demo_hf_revision(demo::DEFAULT_SEED)

@@ -8,8 +8,8 @@
 mod common;
 
 use common::*;
-use testkit::{HubFaults, HubRole};
 use std::process::Command;
+use testkit::{HubFaults, HubRole};
 
 const SCRIPT: &str = r#"
 import sys

@@ -51,7 +51,10 @@ mod tests {
 
     #[test]
     fn both_layouts() {
-        let e = E("top", Some(Box::new(E("middle", Some(Box::new(E("root", None)))))));
+        let e = E(
+            "top",
+            Some(Box::new(E("middle", Some(Box::new(E("root", None)))))),
+        );
         assert_eq!(
             render_error_chain(&e, CauseLayout::Block),
             "error: top\n\nCaused by:\n    middle\n    root"

@@ -178,7 +178,8 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         ]
     );
     assert_eq!(rows.len(), 2 * 5);
-    assert_eq!((&rows[0][..2], &rows[5][..2]), (&["tmax", "fifo"][..], &["deepswe", "fifo"][..]));
+    assert_eq!(rows[0][..2], ["tmax", "fifo"]);
+    assert_eq!(rows[5][..2], ["deepswe", "fifo"]);
     assert!(rows.iter().all(|r| r[8] == "true"));
 }
 

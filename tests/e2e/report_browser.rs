@@ -93,7 +93,7 @@ fn report_renders_with_charts_and_figures() {
         let f = f.unwrap();
         let makespan: f64 = f[2].parse().unwrap();
         let deadline: f64 = f[3].parse().unwrap();
-        let row = format!("| {} | {} | {makespan:.1} | {deadline:.1} |", f[0], f[1]);
+        let row = format!("| {} | {} | {makespan:.1} | {deadline:.1} |", &f[0], &f[1]);
         assert!(md.contains(&row), "missing selected-schedule row {row}");
     }
     let bounds = frames::read_frame(&d.path().join("run/bounds.parquet"), "bounds", 1).unwrap();
