@@ -40,14 +40,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err((code, e)) => {
-            eprintln!("error: {e}");
-            let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
-            if !causes.is_empty() {
-                eprintln!("\nCaused by:");
-                for c in causes {
-                    eprintln!("    {c}");
-                }
-            }
+            eprintln!(
+                "{}",
+                model::error_chain::render_error_chain(&*e, model::error_chain::CauseLayout::Block)
+            );
             ExitCode::from(code)
         }
     }

@@ -52,8 +52,12 @@ pub fn rfc3339_micros(ns: u64) -> String {
     format!("{}.{:06}Z", dt.format("%Y-%m-%dT%H:%M:%S"), micros)
 }
 
-/// One PAX extended-header record `"<len> key=value\n"`.
-fn pax_record(key: &str, value: &str) -> Vec<u8> {
+/// One PAX extended-header record `"<len> key=value\n"` (`<len>` counts the whole record),
+/// byte for byte what `tar::Builder::append_pax_extensions` writes for the pair. That method
+/// writes its own bare header (no name, mode or mtime), while the corpus's PAX headers carry
+/// them and the corpus's bytes are pinned, so the demo writes its headers itself; tests
+/// needing a raw record (a global header, a hostile one) use this one.
+pub fn pax_record(key: &str, value: &str) -> Vec<u8> {
     let body = format!(" {key}={value}\n");
     let mut len = body.len() + 1;
     while len.to_string().len() + body.len() != len {
@@ -383,6 +387,23 @@ workloads:\n",
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pax_records_are_the_tar_crates() {
+        for v in [
+            "1.5",
+            "1756684800.123456789",
+            &"9".repeat(95),
+            &"9".repeat(996),
+        ] {
+            let mut b = tar::Builder::new(Vec::new());
+            b.append_pax_extensions([("mtime", v.as_bytes())]).unwrap();
+            let bytes = b.into_inner().unwrap();
+            let rec = pax_record("mtime", v);
+            assert_eq!(&bytes[512..512 + rec.len()], &rec[..], "{v}");
+            assert!(bytes[512 + rec.len()..].iter().all(|&b| b == 0), "{v}");
+        }
+    }
 
     #[test]
     fn pax_record_lengths_are_self_consistent() {

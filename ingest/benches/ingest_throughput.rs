@@ -6,13 +6,13 @@
 //! `cargo bench -p ingest --bench ingest_throughput` (set `INGEST_BENCH_DIR` to choose the
 //! scratch directory, default a temp dir). Prints a Markdown section for docs/BENCHMARKS.md.
 
-use ingest::testkit::{FakeGcsServer, HubServer, SourcesSpec, manifest_row, write_pipeline};
 use model::config::{IngestConfig, LocationKind};
 use model::manifest::ManifestRow;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
+use testkit::{FakeGcsServer, HubServer, SourcesSpec, manifest_row, write_pipeline};
 
 const BUCKET: &str = "agentrace-bench";
 const CHILD_ENV: &str = "INGEST_BENCH_CHILD_CONFIG";

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Progress on stderr.
-pub struct CliProgress {
+pub(crate) struct CliProgress {
     bar: Option<ProgressBar>,
     quiet: bool,
     archives: AtomicU64,
@@ -15,7 +15,7 @@ pub struct CliProgress {
 
 impl CliProgress {
     /// A bar on a terminal unless `quiet`; plain lines otherwise.
-    pub fn new(quiet: bool) -> CliProgress {
+    pub(crate) fn new(quiet: bool) -> CliProgress {
         let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
             let b = ProgressBar::with_draw_target(Some(0), ProgressDrawTarget::stderr());
             b.set_style(

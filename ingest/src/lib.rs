@@ -3,9 +3,9 @@
 //! and byte count while streaming, admit verified bytes into the content-addressed store,
 //! quarantine the rest, check cross-source identity, and write `ledger.parquet`.
 //!
-//! Entry point: [`run`]. Writing a manifest from real sources: [`pin`]. Test infrastructure for this and other crates: [`testkit`].
+//! Entry point: [`run`]. Writing a manifest from real sources: [`pin`]. The test servers and
+//! conformance checks are the `testkit` crate's (a dev-dependency).
 
-pub mod conformance;
 pub mod engine;
 pub mod error;
 pub mod ledger;
@@ -16,7 +16,6 @@ pub mod report;
 pub mod sink;
 pub mod source;
 pub mod store;
-pub mod testkit;
 
 pub use engine::{RUN_JSON_FILE, run, run_async};
 pub use error::{FetchError, IngestError};

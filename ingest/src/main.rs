@@ -31,10 +31,10 @@ struct Args {
 }
 
 fn print_error(e: &anyhow::Error) {
-    eprintln!("error: {e}");
-    for cause in e.chain().skip(1) {
-        eprintln!("Caused by: {cause}");
-    }
+    eprintln!(
+        "{}",
+        model::error_chain::render_error_chain(&**e, model::error_chain::CauseLayout::Inline)
+    );
 }
 
 fn main() -> ExitCode {

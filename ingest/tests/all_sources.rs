@@ -6,9 +6,9 @@
 mod common;
 
 use common::*;
-use ingest::testkit::HubRole;
 use ingest::{IngestOptions, Verdict};
 use model::config::LocationKind::{File, Gcs, Hf};
+use testkit::HubRole;
 
 #[test]
 fn corpus_from_files_gcs_and_hub_is_verified_then_served_from_the_store() {
@@ -212,7 +212,7 @@ fn a_corrupted_store_entry_is_quarantined_and_fetched_again() {
     let mut bytes = std::fs::read(&stored).unwrap();
     bytes[10] ^= 0x01;
     std::fs::write(&stored, &bytes).unwrap();
-    let bad_sha = ingest::testkit::hub::sha256_hex(&bytes);
+    let bad_sha = testkit::hub::sha256_hex(&bytes);
     let report = ingest::run(&cfg, &opts()).expect("repaired");
     assert_eq!(report.fetches, 1);
     assert_eq!(report.served_from_store, rows.len() - 1);

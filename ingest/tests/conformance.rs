@@ -1,15 +1,15 @@
-//! The same conformance checks ([`ingest::conformance::check_source`]) against every backend:
+//! The same conformance checks ([`testkit::conformance::check_source`]) against every backend:
 //! local files, GCS through the real fake-gcs-server, and the local Hub server.
 
 mod common;
 
 use common::*;
-use ingest::conformance::check_source;
 use ingest::source::gcs::GcsSettings;
 use ingest::source::hf::HfSettings;
 use ingest::source::{ArchiveSource, FileSource, GcsSource, HfSource};
 use model::ArchiveSpec;
 use std::time::Duration;
+use testkit::conformance::check_source;
 
 fn check(source: &dyn ArchiveSource, good: &ArchiveSpec, missing: &ArchiveSpec) {
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -90,7 +90,7 @@ fn hub_backend_conforms() {
 fn hub_backend_conforms_when_the_content_host_ignores_range() {
     let c = small_corpus();
     let hub = hub_with_corpus(&c);
-    hub.set_faults(ingest::testkit::HubFaults {
+    hub.set_faults(testkit::HubFaults {
         ignore_range: true,
         ..Default::default()
     });

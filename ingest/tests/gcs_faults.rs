@@ -6,11 +6,11 @@ mod common;
 
 use common::*;
 use ingest::Verdict;
-use ingest::testkit::{FaultProxy, ProxyFaults};
 use model::config::LocationKind::{File, Gcs};
+use testkit::{FaultProxy, ProxyFaults};
 
 fn sha_hex(b: &[u8]) -> String {
-    ingest::testkit::hub::sha256_hex(b)
+    testkit::hub::sha256_hex(b)
 }
 
 #[test]

@@ -8,9 +8,9 @@
 mod common;
 
 use common::*;
-use ingest::testkit::{HubFaults, HubRole, ResolveChange};
 use ingest::{EnvOverrides, FetchError, HfToken, IngestOptions, Verdict};
 use model::config::LocationKind::Hf;
+use testkit::{HubFaults, HubRole, ResolveChange};
 
 fn revision() -> String {
     demo::write::demo_hf_revision(demo::DEFAULT_SEED)
@@ -222,7 +222,7 @@ fn a_wrong_announced_size_and_tampered_bytes_are_caught() {
     let a = &c.archives()[0];
     let mut bytes = std::fs::read(&a.file.as_ref().unwrap().path).unwrap();
     bytes[100] ^= 0xff;
-    let bad = ingest::testkit::hub::sha256_hex(&bytes);
+    let bad = testkit::hub::sha256_hex(&bytes);
     assert_eq!(report.ledger[0].verdict, Verdict::Mismatch);
     assert_eq!(
         report.ledger[0].actual_sha256.as_deref(),
@@ -349,7 +349,7 @@ fn a_content_host_ignoring_range_is_read_by_shard_scan() {
 /// (role, method, range, status, sig) of every request the Hub saw.
 type Seen = (HubRole, String, Option<String>, u16, Option<String>);
 
-fn seen(hub: &ingest::testkit::HubServer) -> Vec<Seen> {
+fn seen(hub: &testkit::HubServer) -> Vec<Seen> {
     hub.requests()
         .into_iter()
         .map(|r| {

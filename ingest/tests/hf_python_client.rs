@@ -8,8 +8,8 @@
 mod common;
 
 use common::*;
-use ingest::testkit::{HubFaults, HubRole};
 use std::process::Command;
+use testkit::{HubFaults, HubRole};
 
 const SCRIPT: &str = r#"
 import sys
@@ -22,7 +22,7 @@ print(path)
 #[test]
 fn the_real_huggingface_hub_client_downloads_a_shard_from_the_local_hub() {
     // A missing client fails the test (with how to install it): never a silent pass.
-    let version = ingest::testkit::require_python_modules(&["huggingface_hub"])
+    let version = testkit::require_python_modules(&["huggingface_hub"])
         .unwrap_or_else(|e| panic!("the Hub fidelity test needs huggingface_hub: {e}"));
     let c = small_corpus();
     let hub = hub_with_corpus(&c);
@@ -33,7 +33,7 @@ fn the_real_huggingface_hub_client_downloads_a_shard_from_the_local_hub() {
     });
     let cache = tempfile::tempdir().unwrap();
     let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
-    let out = Command::new(ingest::testkit::python())
+    let out = Command::new(testkit::python())
         .args([
             "-c",
             SCRIPT,
@@ -116,7 +116,7 @@ print(json.dumps({
 /// revision or repository raises the client's own errors. Fails when the client is missing.
 #[test]
 fn the_real_huggingface_hub_client_reads_the_listing_api() {
-    ingest::testkit::require_python_modules(&["huggingface_hub"])
+    testkit::require_python_modules(&["huggingface_hub"])
         .unwrap_or_else(|e| panic!("the Hub listing test needs huggingface_hub: {e}"));
     let c = small_corpus();
     let hub = hub_with_corpus(&c);
@@ -139,7 +139,7 @@ fn the_real_huggingface_hub_client_reads_the_listing_api() {
         ..HubFaults::default()
     });
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(ingest::testkit::python())
+    let out = Command::new(testkit::python())
         .args([
             "-c",
             LISTING,

@@ -7,8 +7,8 @@ mod common;
 
 use common::*;
 use ingest::pin::{GcsPrefix, HubTarget, PinRequest, PinSettings, pin};
-use ingest::testkit::{DemoSources, DemoSourcesOptions, HubFaults};
 use std::time::Duration;
+use testkit::{DemoSources, DemoSourcesOptions, HubFaults};
 
 fn settings(sources: &DemoSources) -> PinSettings {
     PinSettings {

@@ -4,6 +4,7 @@
 pub mod config;
 pub mod domain;
 pub mod error;
+pub mod error_chain;
 pub mod manifest;
 pub mod run_dir;
 pub mod run_lock;

@@ -372,13 +372,5 @@ pub fn exit_code(r: Result<(), Failure>) -> ExitCode {
 
 /// `error: top` then `Caused by:` and one indented line per cause.
 pub fn render_error(e: &anyhow::Error) -> String {
-    let mut s = format!("error: {e}");
-    let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
-    if !causes.is_empty() {
-        s.push_str("\n\nCaused by:");
-        for c in causes {
-            s.push_str(&format!("\n    {c}"));
-        }
-    }
-    s
+    model::error_chain::render_error_chain(&**e, model::error_chain::CauseLayout::Block)
 }

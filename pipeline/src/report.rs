@@ -76,30 +76,20 @@ struct RunData {
     joint: (Vec<String>, Vec<Vec<String>>),
 }
 
-/// Read a CSV without quoted fields (the replay writes joint_schedules.csv so).
-fn read_plain_csv(path: &std::path::Path) -> Result<(Vec<String>, Vec<Vec<String>>)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut lines = text.lines().filter(|l| !l.is_empty());
-    let header: Vec<String> = lines
-        .next()
-        .with_context(|| format!("{}: empty file", path.display()))?
-        .split(',')
+/// Read a CSV with a header: its header and its rows (every row as long as the header).
+fn read_csv(path: &std::path::Path) -> Result<(Vec<String>, Vec<Vec<String>>)> {
+    let mut r =
+        csv::Reader::from_path(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let header: Vec<String> = r
+        .headers()
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .iter()
         .map(str::to_string)
         .collect();
     let mut rows = Vec::new();
-    for (k, l) in lines.enumerate() {
-        let row: Vec<String> = l.split(',').map(str::to_string).collect();
-        if row.len() != header.len() {
-            anyhow::bail!(
-                "{}: line {} has {} fields, the header {}",
-                path.display(),
-                k + 2,
-                row.len(),
-                header.len()
-            );
-        }
-        rows.push(row);
+    for record in r.records() {
+        let record = record.with_context(|| format!("cannot read {}", path.display()))?;
+        rows.push(record.iter().map(str::to_string).collect());
     }
     Ok((header, rows))
 }
@@ -121,7 +111,7 @@ fn load(run: &RunDir) -> Result<RunData> {
         blobs: read(run, "blobs")?,
         attempt_blobs: read(run, "attempt_blobs")?,
         pareto: read(run, "pareto").ok(),
-        joint: read_plain_csv(&run.file("joint_schedules.csv"))?,
+        joint: read_csv(&run.file("joint_schedules.csv"))?,
     })
 }
 

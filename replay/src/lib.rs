@@ -21,6 +21,7 @@ pub mod profile;
 pub mod schemas;
 pub mod search;
 pub mod seeded;
+#[cfg(feature = "synthetic")]
 pub mod synthetic;
 pub mod validate;
 

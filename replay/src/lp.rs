@@ -384,7 +384,7 @@ mod solve {
     /// The GPU configuration LP: minimise the total length of instants, each holding a
     /// feasible set of attempts with pending requests, such that every attempt's request
     /// seconds are covered (aggregated by quota type, see [`GpuLpRows`]).
-    pub fn gpu_config_lp(g: &GridInstance, gpus: u32, cfg: &LpBoundsConfig) -> LpBound {
+    pub(super) fn gpu_config_lp(g: &GridInstance, gpus: u32, cfg: &LpBoundsConfig) -> LpBound {
         let lp_rows = GpuLpRows::of(g);
         // `+ 0.0` writes an empty sum (`-0.0` in Rust) as 0.
         let h = |s: f64| f64::from(gpus) * s / 3600.0 + 0.0;
@@ -491,7 +491,7 @@ mod solve {
     /// The cache fluid LP over the heaviest shared blobs (see docs/BOUNDS.md), plus the
     /// per-blob bounds of every other blob. `fifo_starts` seeds the master with the FIFO
     /// schedule's segments.
-    pub fn cache_fluid_lp(
+    pub(super) fn cache_fluid_lp(
         g: &GridInstance,
         deadline: i64,
         per_blob: &[BlobBoundParts],

@@ -104,15 +104,10 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            let mut s = format!("error: {e}");
-            let causes: Vec<String> = e.chain().skip(1).map(|c| c.to_string()).collect();
-            if !causes.is_empty() {
-                s.push_str("\n\nCaused by:");
-                for c in causes {
-                    s.push_str(&format!("\n    {c}"));
-                }
-            }
-            eprintln!("{s}");
+            eprintln!(
+                "{}",
+                model::error_chain::render_error_chain(&*e, model::error_chain::CauseLayout::Block)
+            );
             ExitCode::FAILURE
         }
     }

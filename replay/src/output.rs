@@ -88,32 +88,36 @@ pub fn write_outputs(
     frames::write_declared(&p, &mut df, &SCHEDULES, &meta(SCHEDULES.name, report))?;
     written.push(p);
 
-    // joint_schedules.csv.
-    let mut csv = JOINT_SCHEDULES
-        .columns
-        .iter()
-        .map(|c| c.name)
-        .collect::<Vec<_>>()
-        .join(",");
-    csv.push('\n');
+    // joint_schedules.csv (no field needs quoting: names and plain numbers).
+    let p = dir.file(&file_of(&JOINT_SCHEDULES));
+    let csv_err = |e: csv::Error| ReplayError::Io {
+        path: p.clone(),
+        source: e.into(),
+    };
+    let mut csv = csv::Writer::from_writer(Vec::new());
+    csv.write_record(JOINT_SCHEDULES.columns.iter().map(|c| c.name))
+        .map_err(csv_err)?;
     for wr in &report.workloads {
         for sel in &wr.selected {
-            csv.push_str(&format!(
-                "{},{},{},{},{},{},{},{},{}\n",
-                wr.workload,
-                sel.schedule,
+            csv.write_record([
+                wr.workload.to_string(),
+                sel.schedule.to_string(),
                 num(sel.makespan_s),
                 num(wr.deadline_s),
                 num(sel.ideal.cpu),
                 num(sel.ideal.ram),
                 num(sel.ideal.gpu),
                 num(sel.ideal.cache),
-                sel.validated
-            ));
+                sel.validated.to_string(),
+            ])
+            .map_err(csv_err)?;
         }
     }
-    let p = dir.file(&file_of(&JOINT_SCHEDULES));
-    frames::atomic_write(&p, csv.as_bytes())?;
+    let csv = csv.into_inner().map_err(|e| ReplayError::Io {
+        path: p.clone(),
+        source: e.into_error(),
+    })?;
+    frames::atomic_write(&p, &csv)?;
     written.push(p);
 
     // bounds.parquet.

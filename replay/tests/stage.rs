@@ -73,6 +73,10 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
     let report = run(&config, 1);
+    // The budget the search ran with is the config's, count for count.
+    let cfg = model::load_config(&config).unwrap();
+    assert_eq!(report.budget.counts, cfg.config.search.budget);
+    assert_eq!(report.budget.local_moves, 64, "BUDGET sets it");
     let first = outputs(dir.path());
     run(&config, 4);
     let four = outputs(dir.path());
@@ -122,14 +126,21 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         );
         let evaluated: u64 = w.families.iter().map(|f| f.evaluated).sum();
         assert_eq!(evaluated, w.candidates_evaluated);
-        // The seed phase: every order (8 priority, 32 random, 16 task groupings, 8
-        // perturbations, 2 x 64 local moves) decoded both ways; then 10 adaptive batches.
-        assert_eq!(w.adaptive.seed_candidates, 2 * (8 + 32 + 16 + 8 + 2 * 64));
+        // The seed phase: every order (the fixed priority orders, then the budget's random
+        // orders, task groupings, perturbations and local moves per objective, GPU and
+        // cache) decoded both ways; then one operator per adaptive batch.
+        let b = &report.budget;
+        let seed_orders = replay::search::PRIORITY_ORDERS.len() as u64
+            + u64::from(b.random_orders)
+            + u64::from(b.task_groupings)
+            + u64::from(b.perturbations)
+            + 2 * u64::from(b.local_moves);
+        assert_eq!(w.adaptive.seed_candidates, 2 * seed_orders);
         assert_eq!(
             evaluated,
             w.adaptive.seed_candidates + w.adaptive.candidates
         );
-        assert_eq!(w.adaptive.choices.len(), 10);
+        assert_eq!(w.adaptive.choices.len(), b.adaptive_batches as usize);
         assert!(w.best_found.gpu <= w.seed_profile_best.0);
         assert!(w.best_found.cache <= w.seed_profile_best.1);
         // The seed profile's bests are selected schedules of their own, validated, and
@@ -161,18 +172,26 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         assert_eq!((joint.ideal.gpu, joint.ideal.cache), (jp.gpu_h, jp.cache_h));
     }
     // joint_schedules.csv: header and one row per (workload, schedule), all validated.
-    let csv = String::from_utf8(first[1].1.clone()).unwrap();
-    let lines: Vec<&str> = csv.lines().collect();
+    let (header, rows) = read_csv(&first[1].1);
     assert_eq!(
-        lines[0],
-        "workload,schedule,makespan_s,deadline_s,cpu_ideal_h,ram_ideal_h,gpu_ideal_h,cache_ideal_h,validated"
+        header,
+        [
+            "workload",
+            "schedule",
+            "makespan_s",
+            "deadline_s",
+            "cpu_ideal_h",
+            "ram_ideal_h",
+            "gpu_ideal_h",
+            "cache_ideal_h",
+            "validated"
+        ]
     );
     let per_workload = replay::SCHEDULE_NAMES.len();
-    assert_eq!(lines.len(), 1 + 2 * per_workload);
-    assert!(
-        lines[1].starts_with("tmax,fifo,") && lines[1 + per_workload].starts_with("deepswe,fifo,")
-    );
-    assert!(lines[1..].iter().all(|l| l.ends_with(",true")));
+    assert_eq!(rows.len(), 2 * per_workload);
+    assert_eq!(rows[0][..2], ["tmax", "fifo"]);
+    assert_eq!(rows[per_workload][..2], ["deepswe", "fifo"]);
+    assert!(rows.iter().all(|r| r[8] == "true"));
 }
 
 #[test]
@@ -240,10 +259,11 @@ fn replay_validate_accepts_the_written_file_and_rejects_a_tampered_one() {
     let checks = replay::validate::validate_schedules_file(&cfg, &schedules, EVERY).unwrap();
     assert_eq!(checks.len(), 2 * replay::SCHEDULE_NAMES.len());
     // The recomputed values equal the ones in joint_schedules.csv.
-    let csv = std::fs::read_to_string(dir.path().join("run/joint_schedules.csv")).unwrap();
-    for (c, line) in checks.iter().zip(csv.lines().skip(1)) {
-        let f: Vec<&str> = line.split(',').collect();
-        assert_eq!((f[0], f[1]), (c.workload.as_str(), c.schedule.as_str()));
+    let (_, rows) = read_csv(&std::fs::read(dir.path().join("run/joint_schedules.csv")).unwrap());
+    assert_eq!(rows.len(), checks.len());
+    for (c, f) in checks.iter().zip(&rows) {
+        let line = f.join(",");
+        assert_eq!((&*f[0], &*f[1]), (c.workload.as_str(), c.schedule.as_str()));
         assert_eq!(f[3].parse::<f64>().unwrap(), c.deadline_s);
         for (k, v) in [
             (4, c.values.cpu_h),
@@ -363,6 +383,17 @@ fn schedule_rows(path: &Path) -> Vec<ScheduleCsvRow> {
             end_s: en.get(i).unwrap(),
         })
         .collect()
+}
+
+/// A CSV's header and rows, read with the csv crate.
+fn read_csv(bytes: &[u8]) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut r = csv::Reader::from_reader(bytes);
+    let header = r.headers().unwrap().iter().map(str::to_string).collect();
+    let rows = r
+        .records()
+        .map(|rec| rec.unwrap().iter().map(str::to_string).collect())
+        .collect();
+    (header, rows)
 }
 
 /// A schedules CSV (the columns `replay validate` reads) holding `rows`.

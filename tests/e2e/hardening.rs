@@ -63,13 +63,33 @@ fn assert_store_verified(run: &Path) -> usize {
     n
 }
 
+/// The partial downloads of process `pid` in `store/tmp/` (`ARCHIVE.KIND.PID.part`), with
+/// their sizes.
+fn parts_of(run: &Path, pid: u32) -> Vec<(PathBuf, u64)> {
+    let suffix = format!(".{pid}.part");
+    let Ok(rd) = std::fs::read_dir(run.join("store/tmp")) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| {
+        let p = e.ok()?.path();
+        let name = p.file_name()?.to_string_lossy().into_owned();
+        let len = std::fs::metadata(&p).ok()?.len();
+        name.ends_with(&suffix).then_some((p, len))
+    })
+    .collect()
+}
+
+/// Each kill lands mid-transfer: the ingest is killed while one of its partial downloads
+/// holds some but not all of an archive's bytes, at a few delays after that point.
 #[test]
 fn killed_ingest_leaves_only_verified_files_and_reruns_cleanly() {
+    use std::os::unix::process::ExitStatusExt;
     let ingest = bin("ingest");
     let d = tempfile::tempdir().unwrap();
     let cfg = big_config(d.path(), 3, 96);
     let run = d.path().join("run");
-    for ms in [5u64, 40, 120, 300, 700] {
+    let archive_bytes = 96u64 << 20;
+    for extra_ms in [0u64, 5, 20] {
         let mut child = Command::new(&ingest)
             .arg("--config")
             .arg(&cfg)
@@ -78,9 +98,27 @@ fn killed_ingest_leaves_only_verified_files_and_reruns_cleanly() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_millis(ms));
-        let _ = child.kill();
-        let _ = child.wait();
+        let pid = child.id();
+        let t0 = std::time::Instant::now();
+        // Wait until a transfer has begun (a partial file with bytes in it).
+        while !parts_of(&run, pid).iter().any(|(_, n)| *n > 0) {
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the ingest finished before a transfer could be interrupted"
+            );
+            assert!(t0.elapsed() < Duration::from_secs(60), "no transfer began");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(extra_ms));
+        child.kill().unwrap(); // SIGKILL
+        let status = child.wait().unwrap();
+        assert_eq!(status.signal(), Some(9), "killed, not finished: {status:?}");
+        // The kill interrupted a transfer: its partial file is left, short of the archive.
+        let parts = parts_of(&run, pid);
+        assert!(
+            parts.iter().any(|(_, n)| *n < archive_bytes),
+            "no interrupted transfer left behind: {parts:?}"
+        );
         assert_store_verified(&run);
     }
     common::run_ok(
@@ -160,7 +198,7 @@ fn grep_tree(root: &Path, needle: &str) -> Vec<PathBuf> {
 
 #[test]
 fn secrets_never_leak_through_the_whole_chain() {
-    use ingest::testkit::{HubFaults, HubServer, SourcesSpec, manifest_row, write_pipeline};
+    use testkit::{HubFaults, HubServer, SourcesSpec, manifest_row, write_pipeline};
     let pipeline = bin("pipeline");
     let d = tempfile::tempdir().unwrap();
     let summary = demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
@@ -207,10 +245,21 @@ fn secrets_never_leak_through_the_whole_chain() {
         &spec,
     )
     .unwrap();
+    // A whole service-account file (so it parses), whose key is the secret; its token URI
+    // is a closed local port, so nothing leaves the machine.
     let creds = d.path().join("creds.json");
     std::fs::write(
         &creds,
-        format!("{{\"type\":\"service_account\",\"private_key\":\"{GCS_SECRET}\"}}"),
+        serde_json::json!({
+            "type": "service_account",
+            "project_id": "agentrace-test",
+            "private_key_id": "0123456789abcdef",
+            "private_key": GCS_SECRET,
+            "client_email": "ingest@agentrace-test.iam.gserviceaccount.com",
+            "client_id": "1",
+            "token_uri": "http://127.0.0.1:9/token",
+        })
+        .to_string(),
     )
     .unwrap();
     let out = Command::new(&pipeline)
@@ -241,11 +290,54 @@ fn secrets_never_leak_through_the_whole_chain() {
     assert!(!bad.status.success());
     let bad_logs =
         String::from_utf8_lossy(&bad.stdout).to_string() + &String::from_utf8_lossy(&bad.stderr);
+    // A run that reads from GCS (the real service: no emulator) builds its GCS client from
+    // the credentials file: the key in it is refused, and the refusal must not carry it.
+    let gcs_rows: Vec<_> = rows
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.gcs_bucket = Some("agentrace-demo".into());
+            r.gcs_object = Some(format!("archives/{}", r.archive_id));
+            r.gcs_generation = Some(1);
+            r
+        })
+        .collect();
+    let gcs_cfg = write_pipeline(
+        &d.path().join("pipeline-gcs.yaml"),
+        d.path(),
+        "secrets-gcs",
+        &gcs_rows,
+        &SourcesSpec {
+            locations: vec![model::config::LocationKind::Gcs],
+            hf_endpoint: None,
+            run_dir: "run-secrets-gcs".into(),
+            ..spec
+        },
+    )
+    .unwrap();
+    let gcs = Command::new(&pipeline)
+        .arg("run")
+        .arg(&gcs_cfg)
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &creds)
+        .env_remove("STORAGE_EMULATOR_HOST")
+        .env("RUST_LOG", "trace")
+        .output()
+        .unwrap();
+    let gcs_logs =
+        String::from_utf8_lossy(&gcs.stdout).to_string() + &String::from_utf8_lossy(&gcs.stderr);
+    assert!(!gcs.status.success(), "{gcs_logs}");
+    assert!(
+        gcs_logs.contains("GCS client for bucket `agentrace-demo`"),
+        "the GCS source did not read the credentials: {gcs_logs}"
+    );
     for secret in [TOKEN, GCS_SECRET] {
         assert!(!logs.contains(secret), "secret in the logs");
         assert!(!bad_logs.contains(secret), "secret in the error output");
-        let hits = grep_tree(&d.path().join("run-secrets"), secret);
-        assert!(hits.is_empty(), "secret written to {hits:?}");
+        assert!(!gcs_logs.contains(secret), "secret in the GCS error output");
+        for run in ["run-secrets", "run-secrets-gcs"] {
+            let hits = grep_tree(&d.path().join(run), secret);
+            assert!(hits.is_empty(), "secret written to {hits:?}");
+        }
     }
     assert!(d.path().join("run-secrets/run.json").is_file());
     assert!(d.path().join("run-secrets/report.html").is_file());

@@ -6,10 +6,10 @@
 
 mod common;
 
-use ingest::testkit::{DemoSources, DemoSourcesOptions};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+use testkit::{DemoSources, DemoSourcesOptions};
 
 const REPO: &str = demo::write::DEMO_HF_REPO;
 
@@ -113,10 +113,7 @@ fn bytes_that_differ_between_gcs_and_the_hub_are_refused_with_both_hashes() {
         .sha256
         .clone();
     let err = f.stable(&out.stderr);
-    assert!(
-        err.contains(&ingest::testkit::hub::sha256_hex(&other)),
-        "{err}"
-    );
+    assert!(err.contains(&testkit::hub::sha256_hex(&other)), "{err}");
     assert!(err.contains(&demo_sha), "{err}");
     insta::assert_snapshot!(err, @r"
     error: 1 archive(s) refused, nothing pinned:

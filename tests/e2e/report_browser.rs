@@ -88,12 +88,12 @@ fn report_renders_with_charts_and_figures() {
         assert!(md.contains(section), "missing section {section}");
     }
     // One row per selected schedule, with its makespan and the deadline.
-    let joint = std::fs::read_to_string(d.path().join("run/joint_schedules.csv")).unwrap();
-    for line in joint.lines().skip(1) {
-        let f: Vec<&str> = line.split(',').collect();
+    let mut joint = csv::Reader::from_path(d.path().join("run/joint_schedules.csv")).unwrap();
+    for f in joint.records() {
+        let f = f.unwrap();
         let makespan: f64 = f[2].parse().unwrap();
         let deadline: f64 = f[3].parse().unwrap();
-        let row = format!("| {} | {} | {makespan:.1} | {deadline:.1} |", f[0], f[1]);
+        let row = format!("| {} | {} | {makespan:.1} | {deadline:.1} |", &f[0], &f[1]);
         assert!(md.contains(&row), "missing selected-schedule row {row}");
     }
     let bounds = frames::read_frame(&d.path().join("run/bounds.parquet"), "bounds", 1).unwrap();

@@ -58,7 +58,7 @@ fn the_walkthrough_pins_runs_and_verifies_over_the_emulators() {
         .replace(GCS_PORT, &free_port().to_string())
         .replace(HUB_PORT, &free_port().to_string());
     let pipeline = common::bin("pipeline");
-    common::bin_of("ingest", "demo-sources");
+    common::bin_of("testkit", "demo-sources");
     let bin_dir = pipeline.parent().unwrap();
     let path = format!(
         "{}:{}",

@@ -149,7 +149,10 @@ async fn read_json(resp: reqwest::Response, uri: &str) -> Result<serde_json::Val
     let text = resp.text().await.map_err(|e| {
         PinError::Hub(FetchError::Protocol {
             uri: uri.to_string(),
-            detail: format!("reading the answer: {}", crate::source::hf::error_chain(&e)),
+            detail: format!(
+                "reading the answer: {}",
+                crate::source::retry::error_chain(&e)
+            ),
         })
     })?;
     serde_json::from_str(&text).map_err(|e| {
@@ -363,7 +366,7 @@ async fn walk_shard(
             let chunk = match item {
                 Ok(c) => c,
                 Err(e) => {
-                    broke = Some(crate::source::hf::error_chain(&e));
+                    broke = Some(crate::source::retry::error_chain(&e));
                     break;
                 }
             };

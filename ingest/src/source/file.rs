@@ -1,6 +1,6 @@
 //! The local-file location: a path relative to the manifest, read in large blocks.
 
-use super::{ArchiveSource, FetchInfo};
+use super::{ArchiveSource, FetchInfo, FetchMethod, begin_fetch};
 use crate::error::FetchError;
 use crate::sink::{ByteSink, IO_BUFFER_BYTES};
 use futures::future::BoxFuture;
@@ -56,14 +56,13 @@ impl ArchiveSource for FileSource {
         info: &'a mut FetchInfo,
     ) -> BoxFuture<'a, Result<(), FetchError>> {
         Box::pin(async move {
-            *info = FetchInfo::full_object();
-            let uri = file_uri(archive).unwrap_or_default();
-            let Some(loc) = &archive.file else {
-                return Err(FetchError::NotFound {
-                    uri,
-                    detail: "the archive has no file location".into(),
-                });
-            };
+            let (uri, loc) = begin_fetch(
+                info,
+                FetchMethod::FullObject,
+                file_uri(archive),
+                archive.file.as_ref(),
+                "file",
+            )?;
             let read_err = |source: std::io::Error| FetchError::Read {
                 uri: uri.clone(),
                 path: loc.path.clone(),

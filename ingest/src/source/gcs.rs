@@ -14,7 +14,7 @@
 //! (object_store would otherwise ask the GCE metadata server for a token and wait for it).
 //! [`GcsClients`] is the one place that decides; `pipeline pin` uses it too.
 
-use super::{ArchiveSource, Backoff, FetchInfo};
+use super::{ArchiveSource, Backoff, FetchInfo, FetchMethod, begin_fetch};
 use crate::error::{FetchError, IngestError};
 use crate::sink::ByteSink;
 use futures::StreamExt;
@@ -220,14 +220,13 @@ impl ArchiveSource for GcsSource {
         info: &'a mut FetchInfo,
     ) -> BoxFuture<'a, Result<(), FetchError>> {
         Box::pin(async move {
-            *info = FetchInfo::full_object();
-            let uri = gcs_uri(archive).unwrap_or_default();
-            let Some(loc) = &archive.gcs else {
-                return Err(FetchError::NotFound {
-                    uri,
-                    detail: "the archive has no GCS location".into(),
-                });
-            };
+            let (uri, loc) = begin_fetch(
+                info,
+                FetchMethod::FullObject,
+                gcs_uri(archive),
+                archive.gcs.as_ref(),
+                "GCS",
+            )?;
             let Some(store) = self.stores.get(&loc.bucket) else {
                 return Err(FetchError::Gcs {
                     uri,

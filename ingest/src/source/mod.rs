@@ -1,11 +1,12 @@
 //! Archive locations behind one small trait: each backend streams one archive's bytes into a
 //! [`ByteSink`], resuming from the sink's offset after a broken transfer, and records what it
 //! learns on the way in a [`FetchInfo`] the caller keeps, so a failed fetch still reports
-//! it. The same conformance checks ([`crate::conformance`]) run against every backend.
+//! it. The same conformance checks (`testkit::conformance`) run against every backend.
 
 pub mod file;
 pub mod gcs;
 pub mod hf;
+pub mod retry;
 pub mod tar_index;
 
 use crate::error::FetchError;
@@ -13,11 +14,11 @@ use crate::sink::ByteSink;
 use futures::future::BoxFuture;
 use model::ArchiveSpec;
 use model::config::LocationKind;
-use std::time::Duration;
 
 pub use file::FileSource;
 pub use gcs::GcsSource;
 pub use hf::HfSource;
+pub use retry::{Backoff, retry_after};
 
 /// How the bytes were obtained (a ledger column).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -78,6 +79,31 @@ impl FetchInfo {
     }
 }
 
+/// The start every [`ArchiveSource::fetch`] shares: reset `info` to a fresh fetch by
+/// `method`, name the location (`uri`, empty without one) and take the archive's location
+/// of this kind, or refuse with [`FetchError::NotFound`] ("the archive has no `what`
+/// location").
+pub(crate) fn begin_fetch<'a, L>(
+    info: &mut FetchInfo,
+    method: FetchMethod,
+    uri: Option<String>,
+    location: Option<&'a L>,
+    what: &str,
+) -> Result<(String, &'a L), FetchError> {
+    *info = FetchInfo {
+        method,
+        ..FetchInfo::full_object()
+    };
+    let uri = uri.unwrap_or_default();
+    match location {
+        Some(loc) => Ok((uri, loc)),
+        None => Err(FetchError::NotFound {
+            uri,
+            detail: format!("the archive has no {what} location"),
+        }),
+    }
+}
+
 /// One kind of archive location.
 pub trait ArchiveSource: Send + Sync {
     /// The kind it serves.
@@ -97,39 +123,4 @@ pub trait ArchiveSource: Send + Sync {
         sink: &'a mut dyn ByteSink,
         info: &'a mut FetchInfo,
     ) -> BoxFuture<'a, Result<(), FetchError>>;
-}
-
-/// Exponential backoff between retries: `initial`, doubling, capped at 8 s.
-#[derive(Debug, Clone)]
-pub struct Backoff {
-    next: Duration,
-}
-
-impl Backoff {
-    /// Maximum single pause.
-    pub const MAX: Duration = Duration::from_secs(8);
-
-    /// Start at `initial`.
-    pub fn new(initial: Duration) -> Backoff {
-        Backoff { next: initial }
-    }
-
-    /// Pause, honouring a server's `Retry-After` (capped at [`Backoff::MAX`]) when given.
-    pub async fn wait(&mut self, retry_after: Option<Duration>) {
-        let d = retry_after.unwrap_or(self.next).min(Self::MAX);
-        self.next = (self.next * 2).min(Self::MAX);
-        tokio::time::sleep(d).await;
-    }
-}
-
-/// The `Retry-After` header in seconds, if present and numeric.
-pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_secs)
 }

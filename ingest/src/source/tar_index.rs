@@ -460,15 +460,6 @@ impl TarScanner {
 mod tests {
     use super::*;
 
-    fn pax_record(key: &str, value: &str) -> Vec<u8> {
-        let body = format!(" {key}={value}\n");
-        let mut len = body.len() + 1;
-        while len.to_string().len() + body.len() != len {
-            len = len.to_string().len() + body.len();
-        }
-        format!("{len}{body}").into_bytes()
-    }
-
     /// A tar with: a short ustar member, a GNU long-name member, a PAX-path member, a
     /// directory, and an empty member.
     fn sample() -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
@@ -497,13 +488,7 @@ mod tests {
         b.append_data(&mut h, &members[1].0, members[1].1.as_slice())
             .unwrap();
         // A PAX header whose path overrides the ustar name.
-        let rec = pax_record("path", &pax);
-        let mut ph = tar::Header::new_ustar();
-        ph.set_path("PaxHeaders/x").unwrap();
-        ph.set_size(rec.len() as u64);
-        ph.set_entry_type(tar::EntryType::XHeader);
-        ph.set_cksum();
-        b.append(&ph, rec.as_slice()).unwrap();
+        b.append_pax_extensions([("path", pax.as_bytes())]).unwrap();
         let mut h = tar::Header::new_ustar();
         h.set_path("short-name").unwrap();
         h.set_size(members[2].1.len() as u64);

@@ -3,38 +3,38 @@
 //! write pipelines and read back the ledger and the store.
 #![allow(dead_code)]
 
-use ingest::testkit::{
-    FakeGcsServer, HubServer, PublishedObject, SourcesSpec, manifest_row, write_pipeline,
-};
 use ingest::{IngestOptions, LedgerRow};
 use model::config::{IngestConfig, LocationKind};
 use model::manifest::ManifestRow;
 use model::{ArchiveSpec, LoadedConfig};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use testkit::{
+    FakeGcsServer, HubServer, PublishedObject, SourcesSpec, manifest_row, write_pipeline,
+};
 
 /// Bucket the tests publish to.
-pub const BUCKET: &str = "agentrace-demo";
+pub(crate) const BUCKET: &str = "agentrace-demo";
 
 /// A generated small demo corpus.
-pub struct Corpus {
+pub(crate) struct Corpus {
     pub dir: tempfile::TempDir,
     pub summary: demo::DemoSummary,
     pub base: LoadedConfig,
 }
 
 impl Corpus {
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.dir.path()
     }
-    pub fn archives(&self) -> &[ArchiveSpec] {
+    pub(crate) fn archives(&self) -> &[ArchiveSpec] {
         &self.base.archives
     }
-    pub fn rows(&self) -> Vec<ManifestRow> {
+    pub(crate) fn rows(&self) -> Vec<ManifestRow> {
         self.archives().iter().map(manifest_row).collect()
     }
     /// Rows with GCS locations (pinned generations) added.
-    pub fn rows_with_gcs(&self, published: &[PublishedObject]) -> Vec<ManifestRow> {
+    pub(crate) fn rows_with_gcs(&self, published: &[PublishedObject]) -> Vec<ManifestRow> {
         self.rows()
             .into_iter()
             .zip(published)
@@ -47,7 +47,7 @@ impl Corpus {
             .collect()
     }
     /// Write a pipeline and load it.
-    pub fn pipeline(
+    pub(crate) fn pipeline(
         &self,
         name: &str,
         rows: &[ManifestRow],
@@ -78,7 +78,7 @@ impl Corpus {
     }
 }
 
-pub fn small_corpus() -> Corpus {
+pub(crate) fn small_corpus() -> Corpus {
     let dir = tempfile::tempdir().expect("tempdir");
     let summary = demo::generate(dir.path(), demo::Scale::Small, demo::DEFAULT_SEED).expect("demo");
     let base = model::load_config(&dir.path().join("pipeline.yaml")).expect("demo pipeline");
@@ -87,7 +87,7 @@ pub fn small_corpus() -> Corpus {
 
 /// The real fake-gcs-server with a versioned bucket holding every archive; every third
 /// object is overwritten afterwards. Fails loudly when the binary is missing.
-pub fn gcs_with_corpus(c: &Corpus) -> (FakeGcsServer, Vec<PublishedObject>) {
+pub(crate) fn gcs_with_corpus(c: &Corpus) -> (FakeGcsServer, Vec<PublishedObject>) {
     let gcs = FakeGcsServer::start().unwrap_or_else(|e| {
         panic!("fake-gcs-server is required for the GCS tests (the test command installs it): {e}")
     });
@@ -108,7 +108,7 @@ pub fn gcs_with_corpus(c: &Corpus) -> (FakeGcsServer, Vec<PublishedObject>) {
 }
 
 /// The local Hub serving the corpus's raw shards at the demo revision (branch `main`).
-pub fn hub_with_corpus(c: &Corpus) -> HubServer {
+pub(crate) fn hub_with_corpus(c: &Corpus) -> HubServer {
     let hub = HubServer::start().expect("hub");
     let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
     let mut shards: Vec<&str> = c
@@ -128,7 +128,7 @@ pub fn hub_with_corpus(c: &Corpus) -> HubServer {
 }
 
 /// Options for tests: no environment, short backoff.
-pub fn opts() -> IngestOptions {
+pub(crate) fn opts() -> IngestOptions {
     IngestOptions {
         initial_backoff: Duration::from_millis(5),
         ..IngestOptions::default()
@@ -136,12 +136,12 @@ pub fn opts() -> IngestOptions {
 }
 
 /// File names under store/sha256, sorted.
-pub fn store_files(cfg: &LoadedConfig) -> Vec<String> {
+pub(crate) fn store_files(cfg: &LoadedConfig) -> Vec<String> {
     names(&cfg.run_dir.join("store").join("sha256"))
 }
 
 /// File names under quarantine/, sorted.
-pub fn quarantine_files(cfg: &LoadedConfig) -> Vec<String> {
+pub(crate) fn quarantine_files(cfg: &LoadedConfig) -> Vec<String> {
     names(&cfg.run_dir.join("quarantine"))
 }
 
@@ -158,7 +158,7 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 /// Sorted SHA256s of the archives.
-pub fn shas(archives: &[ArchiveSpec]) -> Vec<String> {
+pub(crate) fn shas(archives: &[ArchiveSpec]) -> Vec<String> {
     let mut v: Vec<String> = archives.iter().map(|a| a.sha256.clone()).collect();
     v.sort();
     v.dedup();
@@ -167,7 +167,7 @@ pub fn shas(archives: &[ArchiveSpec]) -> Vec<String> {
 
 /// Assert the store holds exactly the given blobs, each re-hashing to its name, and no
 /// temporary files are left.
-pub fn assert_store_exactly(cfg: &LoadedConfig, expected: &[String]) {
+pub(crate) fn assert_store_exactly(cfg: &LoadedConfig, expected: &[String]) {
     let files = store_files(cfg);
     assert_eq!(files, expected, "store/sha256 contents");
     for f in &files {
@@ -181,7 +181,7 @@ pub fn assert_store_exactly(cfg: &LoadedConfig, expected: &[String]) {
 }
 
 /// The ledger as written, read back through Polars.
-pub fn ledger_df(cfg: &LoadedConfig) -> polars::prelude::DataFrame {
+pub(crate) fn ledger_df(cfg: &LoadedConfig) -> polars::prelude::DataFrame {
     frames::read_frame(
         &cfg.run_dir.join(ingest::LEDGER_FILE),
         "ledger",
@@ -191,12 +191,14 @@ pub fn ledger_df(cfg: &LoadedConfig) -> polars::prelude::DataFrame {
 }
 
 /// The rows of one archive.
-pub fn rows_of<'a>(rows: &'a [LedgerRow], id: &str) -> Vec<&'a LedgerRow> {
+pub(crate) fn rows_of<'a>(rows: &'a [LedgerRow], id: &str) -> Vec<&'a LedgerRow> {
     rows.iter().filter(|r| r.archive_id == id).collect()
 }
 
 /// Unwrap a failed run's report.
-pub fn failed_report(r: Result<ingest::IngestReport, ingest::IngestError>) -> ingest::IngestReport {
+pub(crate) fn failed_report(
+    r: Result<ingest::IngestReport, ingest::IngestError>,
+) -> ingest::IngestReport {
     match r {
         Err(ingest::IngestError::ArchivesFailed { report }) => *report,
         Ok(rep) => panic!(

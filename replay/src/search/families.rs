@@ -1,69 +1,37 @@
 //! The candidate families (the seed profile's and the extended profile's), their fixed priority orders, their
 //! per-family counts and the search budget (all counts).
 
-use model::config::SearchProfile;
+use model::config::{SearchBudget, SearchProfile};
 use serde::Serialize;
 
-/// Search budgets, all counts: `model::config::SearchBudget` plus the profile.
+/// The search's budget: the config's profile and its [`SearchBudget`] counts, held as they
+/// are (one type, so no count can drift from the config's). The counts read through
+/// `Deref` (`budget.local_moves`); `replay.json` writes them flattened next to `profile`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ReplayBudget {
     /// `seed` (the study's families only) or `extended` (the seed profile's candidates,
     /// then the adaptive operators).
     pub profile: SearchProfile,
-    /// Seed profile: uniformly random orders per workload (each decoded both ways).
-    pub random_orders: u32,
-    /// Seed profile: random duration perturbations of the best order per workload.
-    pub perturbations: u32,
-    /// Relative spread of a perturbation factor (uniform in `[1-s, 1+s]`).
-    pub perturbation_spread: f64,
-    /// Seed profile: orders with 1..4 swaps or moves from the best order, per objective.
-    pub local_moves: u32,
-    /// Partial simultaneous-start candidates per workload (extended profile).
-    pub group_starts: u32,
-    /// Seed profile: task-group orders (a task's attempts together) per workload.
-    pub task_groupings: u32,
-    /// Orders generated from the same best order (a batch; the hill-climbing step).
-    pub local_move_batch: u32,
-    /// Duty-ordered schedules per workload (extended profile).
-    pub duty_orders: u32,
-    /// Most blob-group candidates per workload (extended profile).
-    pub blob_group_orders: u32,
-    /// Extended profile: operator batches after the seed profile's candidates.
-    pub adaptive_batches: u32,
-    /// Start-time neighbourhood search: most rounds per objective and workload.
-    pub lns_rounds: u32,
-    /// ... chains per round.
-    pub lns_chains: u32,
-    /// ... moves per chain and round.
-    pub lns_moves: u32,
-    /// ... most attempts removed by one move.
-    pub lns_max_removed: u32,
-    /// ... late-acceptance history length.
-    pub lns_late_acceptance: u32,
+    /// The counts, as `search.budget` gives them.
+    #[serde(flatten)]
+    pub counts: SearchBudget,
 }
 
 impl ReplayBudget {
     /// The budget of a config's search section.
     pub fn from_config(search: &model::config::SearchConfig) -> Self {
-        let b = &search.budget;
         ReplayBudget {
             profile: search.profile,
-            random_orders: b.random_orders,
-            perturbations: b.perturbations,
-            perturbation_spread: b.perturbation_spread,
-            local_moves: b.local_moves,
-            group_starts: b.group_starts,
-            task_groupings: b.task_groupings,
-            local_move_batch: b.local_move_batch,
-            duty_orders: b.duty_orders,
-            blob_group_orders: b.blob_group_orders,
-            adaptive_batches: b.adaptive_batches,
-            lns_rounds: b.lns_rounds,
-            lns_chains: b.lns_chains,
-            lns_moves: b.lns_moves,
-            lns_max_removed: b.lns_max_removed,
-            lns_late_acceptance: b.lns_late_acceptance,
+            counts: search.budget.clone(),
         }
+    }
+}
+
+impl std::ops::Deref for ReplayBudget {
+    type Target = SearchBudget;
+
+    fn deref(&self) -> &SearchBudget {
+        &self.counts
     }
 }
 

@@ -10,7 +10,7 @@ use replay::{AttemptInput, BlobInput, WorkloadInstance};
 use std::path::{Path, PathBuf};
 
 /// An attempt with integer-second values.
-pub fn attempt(
+pub(crate) fn attempt(
     id: &str,
     gen_start: f64,
     d: f64,
@@ -32,7 +32,7 @@ pub fn attempt(
 }
 
 /// Caps.
-pub fn caps(concurrency: u32, cpu_cores: f64, ram_gib: f64, gpus: u32) -> ReplayCaps {
+pub(crate) fn caps(concurrency: u32, cpu_cores: f64, ram_gib: f64, gpus: u32) -> ReplayCaps {
     ReplayCaps {
         concurrency,
         cpu_cores,
@@ -42,7 +42,7 @@ pub fn caps(concurrency: u32, cpu_cores: f64, ram_gib: f64, gpus: u32) -> Replay
 }
 
 /// A blob of `bytes`.
-pub fn blob(digest: &str, bytes: u64) -> BlobInput {
+pub(crate) fn blob(digest: &str, bytes: u64) -> BlobInput {
     BlobInput {
         digest: digest.to_string(),
         compressed_bytes: bytes,
@@ -50,7 +50,7 @@ pub fn blob(digest: &str, bytes: u64) -> BlobInput {
 }
 
 /// Build an instance (panics on invalid input: tests build valid ones).
-pub fn instance(
+pub(crate) fn instance(
     w: WorkloadId,
     caps: ReplayCaps,
     attempts: Vec<AttemptInput>,
@@ -60,7 +60,7 @@ pub fn instance(
 }
 
 /// Relative closeness for hour values computed through different float paths.
-pub fn assert_close(actual: f64, expected: f64, what: &str) {
+pub(crate) fn assert_close(actual: f64, expected: f64, what: &str) {
     let tol = 1e-12 * expected.abs().max(1e-300);
     assert!(
         (actual - expected).abs() <= tol,
@@ -70,7 +70,7 @@ pub fn assert_close(actual: f64, expected: f64, what: &str) {
 
 /// Write the four audit frames for `instances` (plus one excluded attempt per workload,
 /// which the replay must ignore) into `run_dir`.
-pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
+pub(crate) fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
     write_audit_frames_with(run_dir, instances, false, &[]);
 }
 
@@ -79,7 +79,7 @@ pub fn write_audit_frames(run_dir: &Path, instances: &[WorkloadInstance]) {
 /// and with `pilot_twins` each workload's first attempt has an excluded pilot twin with the
 /// same id in another member prefix, with a request and a 1 GiB blob of its own (the audit
 /// allows a pilot and a census attempt to share an id).
-pub fn write_audit_frames_with(
+pub(crate) fn write_audit_frames_with(
     run_dir: &Path,
     instances: &[WorkloadInstance],
     pilot_twins: bool,
@@ -277,7 +277,7 @@ impl AuditRows {
 
 /// Write a pipeline.yaml (and a one-archive-per-workload manifest) in `dir` whose run_dir
 /// is `dir/run`; returns the yaml path.
-pub fn write_config(
+pub(crate) fn write_config(
     dir: &Path,
     instances: &[WorkloadInstance],
     order: &[WorkloadId],

@@ -6,12 +6,12 @@ use std::process::{Command, Output};
 
 /// Build a workspace binary (cargo builds them only for their own package's tests) and
 /// return its path beside this test's deps directory.
-pub fn bin(name: &str) -> PathBuf {
+pub(crate) fn bin(name: &str) -> PathBuf {
     bin_of(name, name)
 }
 
 /// [`bin`] for binary `name` of package `package`.
-pub fn bin_of(package: &str, name: &str) -> PathBuf {
+pub(crate) fn bin_of(package: &str, name: &str) -> PathBuf {
     let status = Command::new(env!("CARGO"))
         .args(["build", "-q", "-p", package, "--bin", name])
         .status()
@@ -29,7 +29,7 @@ pub fn bin_of(package: &str, name: &str) -> PathBuf {
 }
 
 /// Run a command to completion and assert that it succeeded, showing its stderr otherwise.
-pub fn run_ok(cmd: &mut Command) -> Output {
+pub(crate) fn run_ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
     assert!(
         out.status.success(),

@@ -3,9 +3,9 @@
 //! exact bytes (and a fetch's own [`FetchInfo`]), continuation from a non-empty sink,
 //! not-found, no location, oversize refusal.
 
-use crate::error::FetchError;
-use crate::sink::{ByteSink, MemorySink};
-use crate::source::{ArchiveSource, FetchInfo, FetchMethod};
+use ingest::error::FetchError;
+use ingest::sink::{ByteSink, MemorySink};
+use ingest::source::{ArchiveSource, FetchInfo, FetchMethod};
 use model::ArchiveSpec;
 use model::config::LocationKind;
 

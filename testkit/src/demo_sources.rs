@@ -5,7 +5,7 @@
 //! history and only the live generation holds the archive. Used by the `demo-sources`
 //! binary (the README walkthrough) and by tests.
 
-use super::{FakeGcsServer, HubServer, TestkitError};
+use crate::{FakeGcsServer, HubServer, TestkitError};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -82,7 +82,7 @@ impl DemoSources {
         let mut shards: BTreeMap<(String, String), BTreeMap<String, PathBuf>> = BTreeMap::new();
         for a in &cfg.archives {
             if let Some(h) = &a.hf {
-                let local = corpus.join("shards").join(crate::pin::base_name(&h.shard));
+                let local = corpus.join("shards").join(ingest::pin::base_name(&h.shard));
                 shards
                     .entry((h.repo.clone(), h.revision.clone()))
                     .or_default()

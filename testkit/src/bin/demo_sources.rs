@@ -12,11 +12,11 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
-use ingest::testkit::{DemoSources, DemoSourcesOptions};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
+use testkit::{DemoSources, DemoSourcesOptions};
 
 /// Serve a demo corpus from a local GCS emulator and a local Hugging Face Hub.
 #[derive(Debug, Parser)]

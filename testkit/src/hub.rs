@@ -29,8 +29,8 @@
 //! another commit, etag or size than the first ones (a Hub whose answer changes between
 //! two resolves of one fetch).
 
-use super::TestkitError;
-use super::http::{
+use crate::TestkitError;
+use crate::http::{
     RequestHead, parse_range, percent_decode, read_request, write_head, write_simple,
 };
 use sha2::{Digest, Sha256};
@@ -209,7 +209,7 @@ impl HubServer {
         path: &str,
         local: &Path,
     ) -> Result<String, TestkitError> {
-        let (sha256, size) = crate::sink::hash_file(local)
+        let (sha256, size) = ingest::sink::hash_file(local)
             .map_err(|e| TestkitError::Io(format!("hashing {}", local.display()), e))?;
         let mut s = self.state.lock().expect("hub state");
         s.files.insert(

@@ -3,8 +3,8 @@
 //! before the real answer, or a connection dropped after N body bytes. Every request is
 //! logged with its `Range` header, so tests can check where a resume started.
 
-use super::TestkitError;
-use super::http::{RequestHead, percent_decode, read_request, write_simple};
+use crate::TestkitError;
+use crate::http::{RequestHead, percent_decode, read_request, write_simple};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};

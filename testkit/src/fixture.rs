@@ -1,7 +1,7 @@
 //! Writers of test inputs: manifest rows from archive specs, and a `pipeline.yaml` derived
 //! from a base one (e.g. the demo's) with other sources, endpoints and ingest knobs.
 
-use super::TestkitError;
+use crate::TestkitError;
 use model::ArchiveSpec;
 use model::config::{IngestConfig, LocationKind, PipelineConfig};
 use model::manifest::{ManifestRow, write_manifest_csv};
