@@ -18,7 +18,7 @@ pub use error::AuditError;
 #[cfg(feature = "frames")]
 mod stage;
 #[cfg(feature = "frames")]
-pub use stage::{AuditReport, run};
+pub use stage::{AuditReport, AuditStage, run};
 
 use archive::{ArchiveLimits, ScanStats, scan_archive};
 use attempt::{AttemptCollector, AuditedAttempt, audit_attempt};

@@ -335,9 +335,21 @@ pub fn requests_writer(run: &RunDir, sources: &str) -> frames::FrameStreamWriter
     )
 }
 
+/// The audit's JSON document, below the run directory.
+pub const AUDIT_JSON_FILE: &str = "audit.json";
+
+/// Every file the audit writes whose bytes are a result: the frames, then `audit.json`.
+pub fn audit_outputs() -> Vec<String> {
+    AUDIT_FRAMES
+        .iter()
+        .map(|f| format!("{f}.parquet"))
+        .chain(std::iter::once(AUDIT_JSON_FILE.to_string()))
+        .collect()
+}
+
 /// Write `audit.json` atomically.
 pub fn write_audit_json(run: &RunDir, doc: &AuditDocument) -> Result<PathBuf, AuditError> {
-    let p = run.file("audit.json");
+    let p = run.file(AUDIT_JSON_FILE);
     let text = serde_json::to_string_pretty(doc).expect("audit document serializes") + "\n";
     frames::atomic_write(&p, text.as_bytes())?;
     Ok(p)

@@ -142,3 +142,58 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
         archives,
     })
 }
+
+/// The audit stage as the pipeline sees it: it reads the manifest and every archive's
+/// verified blob from the store, and writes the frames and `audit.json`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AuditStage;
+
+/// The stage's name.
+const STAGE_NAME: &str = "audit";
+
+impl model::Stage for AuditStage {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+    fn about(&self) -> &'static str {
+        "stream the verified archives, rebuild generation lifetimes and request intervals, clip and merge with a record of every change, run the cohort audit, write the frames"
+    }
+    fn inputs(&self, cfg: &LoadedConfig) -> Vec<model::StageInput> {
+        std::iter::once(model::StageInput::Manifest)
+            .chain(cfg.archives.iter().map(|a| {
+                model::StageInput::File(model::run_dir::stored_archive_relative(&a.sha256))
+            }))
+            .collect()
+    }
+    fn outputs(&self, _cfg: &LoadedConfig) -> Vec<String> {
+        output::audit_outputs()
+    }
+    fn run(
+        &self,
+        cfg: &LoadedConfig,
+        ctx: &model::StageContext,
+    ) -> Result<String, model::StageError> {
+        let r = run(
+            cfg,
+            &AuditOptions {
+                threads: ctx.threads,
+            },
+        )
+        .map_err(|e| model::StageError::new(STAGE_NAME, model::stage::FailureKind::Failed, e))?;
+        let parts: Vec<String> = r
+            .document
+            .workloads
+            .iter()
+            .map(|(w, s)| {
+                format!(
+                    "{w} {}/{} included ({} pilot)",
+                    s.included, s.audited, s.pilot
+                )
+            })
+            .collect();
+        Ok(format!(
+            "cohort matches pipeline.yaml: {}",
+            parts.join(", ")
+        ))
+    }
+}

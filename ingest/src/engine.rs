@@ -413,7 +413,7 @@ async fn ingest_archive(ctx: &Ctx, a: &ArchiveSpec) -> Result<ArchiveOutcome, In
         }
         out.failures.push(ArchiveFailure {
             archive_id: a.archive_id.clone(),
-            location: format!("store/sha256/{}", a.sha256),
+            location: model::run_dir::stored_archive_relative(&a.sha256),
             problem: format!("{}; not in the store (offline)", expected_text(a)),
             hint: "run without --offline to fetch it".into(),
         });

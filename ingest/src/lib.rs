@@ -15,6 +15,7 @@ pub mod progress;
 pub mod report;
 pub mod sink;
 pub mod source;
+pub mod stage;
 pub mod store;
 
 pub use engine::{RUN_JSON_FILE, run, run_async};
@@ -23,3 +24,4 @@ pub use ledger::{LEDGER_FILE, LedgerRow, Verdict};
 pub use options::{EnvOverrides, HfToken, IngestOptions};
 pub use progress::{NoProgress, ProgressSink};
 pub use report::{ArchiveFailure, IngestReport};
+pub use stage::IngestStage;

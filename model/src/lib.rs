@@ -8,6 +8,7 @@ pub mod error_chain;
 pub mod manifest;
 pub mod run_dir;
 pub mod run_lock;
+pub mod stage;
 pub mod threads;
 
 pub use config::{LoadedConfig, PipelineConfig, load_config};
@@ -15,6 +16,7 @@ pub use domain::*;
 pub use error::ConfigError;
 pub use manifest::ArchiveSpec;
 pub use run_lock::{RunLock, RunLockError};
+pub use stage::{Stage, StageContext, StageError, StageInput};
 
 /// Version of this toolkit, recorded in every output's provenance.
 pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");

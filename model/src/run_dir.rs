@@ -7,6 +7,11 @@ pub const FRAME_SCHEMA_VERSION: u32 = 1;
 /// Version of the JSON documents (`audit.json`, `provenance.json`, `run.json`).
 pub const JSON_FORMAT_VERSION: u32 = 1;
 
+/// A verified archive's stored path relative to the run directory: `store/sha256/<hex>`.
+pub fn stored_archive_relative(sha256_hex: &str) -> String {
+    format!("store/sha256/{sha256_hex}")
+}
+
 /// The run directory and its well-known files (flat, as SPEC 2 names them).
 #[derive(Debug, Clone)]
 pub struct RunDir {
@@ -32,7 +37,7 @@ impl RunDir {
     }
     /// The stored path of a verified archive.
     pub fn stored_archive(&self, sha256_hex: &str) -> PathBuf {
-        self.store_dir().join(sha256_hex)
+        self.root.join(stored_archive_relative(sha256_hex))
     }
     /// Where mismatching downloads are kept aside.
     pub fn quarantine_dir(&self) -> PathBuf {

@@ -15,21 +15,31 @@ pub const EXIT_USAGE: u8 = 2;
 /// Reruns the provenance chain of the agent-workload study: pinned archives -> audited
 /// Parquet frames -> schedule replay and search.
 #[derive(Debug, Parser)]
-#[command(
-    name = "pipeline",
-    version,
-    about,
-    long_about = "Reruns the provenance chain of the agent-workload study, stage by stage:\n  \
-        ingest  fetch every archive (GCS pinned generation, Hugging Face pinned commit, or a file), verify SHA256 and size while streaming, keep verified bytes, write the ledger\n  \
-        audit   stream the verified archives, rebuild generation lifetimes and request intervals, clip and merge with a record of every change, run the cohort audit, write the frames\n  \
-        replay  FIFO admission replay, resource-hour accounting, lower bounds, seeded schedule search, independent validation of every selected schedule\n  \
-        report  report.html / report.md with the figures, charts and the model's assumptions\n\
-        Each stage reads only the previous stage's outputs in the run directory and is skipped when its inputs and config are unchanged."
-)]
+#[command(name = "pipeline", version, about)]
 pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// The long help: the chain, one line per stage of the registry.
+pub fn long_about() -> String {
+    let mut text =
+        String::from("Reruns the provenance chain of the agent-workload study, stage by stage:\n");
+    for stage in crate::stages::STAGES {
+        text.push_str(&format!("  {:<7} {}\n", stage.name(), stage.about()));
+    }
+    text.push_str(
+        "Each stage reads only the config and its declared inputs (the archives, or earlier stages' outputs in the run directory) and is skipped when they are unchanged.",
+    );
+    text
+}
+
+/// Parse the process's arguments (the long help names the registry's stages).
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Cli::command().long_about(long_about()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }
 
 /// Subcommands.

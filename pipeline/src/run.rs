@@ -3,8 +3,8 @@
 
 use crate::provenance;
 use crate::stages::{
-    STAGES, StageOutcome, StageRecord, can_skip, fingerprint, hash_outputs, read_record,
-    stage_outputs, timed, write_record,
+    STAGES, StageOutcome, StageRecord, can_skip, fingerprint, hash_outputs, read_record, timed,
+    write_record,
 };
 use anyhow::{Context, Result, anyhow};
 use model::LoadedConfig;
@@ -65,24 +65,15 @@ pub fn embedded_config(base: &Path, quiet: bool) -> Result<LoadedConfig> {
     )?)
 }
 
+/// Progress lines on standard error, prefixed by the stage (none when quiet).
 struct Progress {
     quiet: bool,
 }
 
-impl ingest::ProgressSink for Progress {
-    fn begin(&self, archives: u64, bytes: u64) {
+impl model::stage::StageProgress for Progress {
+    fn note(&self, stage: &str, line: &str) {
         if !self.quiet {
-            eprintln!("ingest: {archives} archives, up to {bytes} bytes to verify");
-        }
-    }
-    fn archive_done(&self, archive_id: &str, status: &str) {
-        if !self.quiet && status != "verified" && status != "in_store" {
-            eprintln!("ingest: {archive_id}: {status}");
-        }
-    }
-    fn note(&self, line: &str) {
-        if !self.quiet {
-            eprintln!("ingest: {line}");
+            eprintln!("{stage}: {line}");
         }
     }
 }
@@ -98,51 +89,58 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     ingest::store::remove_leftovers(run.root())?;
     let started = chrono::Utc::now();
     let mut outcomes = Vec::new();
-    let mut prior: BTreeMap<String, String> = BTreeMap::new();
+    // Output hashes of the stages so far (recorded when run or checked for a skip).
+    let mut known: BTreeMap<String, String> = BTreeMap::new();
+    let ctx = model::StageContext {
+        offline: opts.offline,
+        threads: opts.threads,
+        progress: Arc::new(Progress { quiet: opts.quiet }),
+    };
     for stage in STAGES {
-        let fp = fingerprint(cfg, stage, &prior);
+        let name = stage.name();
+        let fp = fingerprint(cfg, stage, &known, &run);
         let say = |msg: &str| {
             if !opts.quiet {
-                eprintln!("{stage}: {msg}");
+                eprintln!("{name}: {msg}");
             }
         };
-        if !opts.force && can_skip(&run, stage, &fp) {
-            let rec = read_record(&run, stage).expect("can_skip read it");
+        if !opts.force && can_skip(&run, name, &fp) {
+            let rec = read_record(&run, name).expect("can_skip read it");
             say("inputs and config unchanged, skipped");
             outcomes.push(StageOutcome {
-                stage: stage.into(),
+                stage: name.into(),
                 skipped: true,
                 seconds: 0.0,
                 summary: "unchanged, skipped".into(),
             });
-            prior = rec.outputs;
+            known.extend(rec.outputs);
             continue;
         }
         say("running");
-        let spinner = stage_spinner(stage, opts.quiet);
-        let result = timed(|| run_stage(stage, cfg, opts));
+        let spinner = stage_spinner(name, opts.quiet);
+        let result = timed(|| Ok(stage.run(cfg, &ctx)?));
         if let Some(s) = spinner {
             s.finish_and_clear();
         }
         let (summary, seconds) = result?;
-        let outputs = hash_outputs(&run, &stage_outputs(stage, cfg))?;
+        let outputs = hash_outputs(&run, &stage.outputs(cfg))?;
         write_record(
             &run,
             &StageRecord {
                 format_version: model::run_dir::JSON_FORMAT_VERSION,
-                stage: stage.into(),
+                stage: name.into(),
                 fingerprint: fp,
                 outputs: outputs.clone(),
             },
         )?;
         say(&summary);
         outcomes.push(StageOutcome {
-            stage: stage.into(),
+            stage: name.into(),
             skipped: false,
             seconds,
             summary,
         });
-        prior = outputs;
+        known.extend(outputs);
     }
     provenance::write_provenance(cfg, &run)?;
     provenance::write_run_json(cfg, &run, started, &outcomes)?;
@@ -154,15 +152,28 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     })
 }
 
-/// The files directly below `run_dir` a run writes besides the stages' outputs.
-const RUN_FILES: [&str; 6] = [
+/// The files directly below `run_dir` the pipeline itself writes (the stages' outputs and
+/// run facts come from the registry).
+const PIPELINE_FILES: [&str; 4] = [
     provenance::CONFIG_SNAPSHOT,
     provenance::PROVENANCE_FILE,
     provenance::RUN_JSON_FILE,
     replay::output::REPLAY_JSON_FILE,
-    ingest::RUN_JSON_FILE,
-    replay::output::RUN_JSON_FILE,
 ];
+
+/// Every file a run of `cfg` writes below the run directory, store and `.stages/` aside.
+pub fn run_files(cfg: &LoadedConfig) -> Vec<String> {
+    STAGES
+        .iter()
+        .flat_map(|s| {
+            s.outputs(cfg)
+                .into_iter()
+                .filter(|o| !o.starts_with("store/"))
+                .chain(s.run_facts().into_iter().map(str::to_string))
+        })
+        .chain(PIPELINE_FILES.iter().map(|f| f.to_string()))
+        .collect()
+}
 
 /// A run directory is this toolkit's once `.stages/` exists (created before the first
 /// stage of the first run, so a run killed early still owns it). Otherwise any file a run
@@ -173,17 +184,14 @@ fn refuse_foreign_files(cfg: &LoadedConfig, run: &RunDir, force: bool) -> Result
     let stages_dir = run.root().join(".stages");
     if !force && !stages_dir.is_dir() {
         let ours = provenance::config_text(cfg)?;
-        let foreign: Vec<String> = STAGES
-            .iter()
-            .flat_map(|s| crate::stages::stage_files(s))
-            .chain(RUN_FILES)
+        let foreign: Vec<String> = run_files(cfg)
+            .into_iter()
             .filter(|name| {
                 let path = run.file(name);
                 path.exists()
-                    && !(*name == provenance::CONFIG_SNAPSHOT
+                    && !(name == provenance::CONFIG_SNAPSHOT
                         && std::fs::read_to_string(&path).ok().as_deref() == Some(ours.as_str()))
             })
-            .map(str::to_string)
             .collect();
         if !foreign.is_empty() {
             return Err(anyhow!(
@@ -218,70 +226,6 @@ fn stage_spinner(stage: &str, quiet: bool) -> Option<indicatif::ProgressBar> {
     pb.set_message(format!("{stage} running"));
     pb.enable_steady_tick(std::time::Duration::from_millis(120));
     Some(pb)
-}
-
-fn run_stage(stage: &str, cfg: &LoadedConfig, opts: &RunOptions) -> Result<String> {
-    match stage {
-        "ingest" => {
-            let mut io = ingest::IngestOptions::from_process_env();
-            io.offline = opts.offline;
-            io.progress = Arc::new(Progress { quiet: opts.quiet });
-            let r = ingest::run(cfg, &io).context("ingest failed")?;
-            Ok(r.summary_line())
-        }
-        "audit" => {
-            let r = audit::run(
-                cfg,
-                &audit::AuditOptions {
-                    threads: opts.threads,
-                },
-            )
-            .context("audit failed")?;
-            let parts: Vec<String> = r
-                .document
-                .workloads
-                .iter()
-                .map(|(w, s)| {
-                    format!(
-                        "{w} {}/{} included ({} pilot)",
-                        s.included, s.audited, s.pilot
-                    )
-                })
-                .collect();
-            Ok(format!(
-                "cohort matches pipeline.yaml: {}",
-                parts.join(", ")
-            ))
-        }
-        "replay" => {
-            let r = replay::run(
-                cfg,
-                &replay::ReplayOptions {
-                    threads: opts.threads,
-                },
-            )
-            .context("replay failed")?;
-            let parts: Vec<String> = r
-                .workloads
-                .iter()
-                .map(|w| {
-                    format!(
-                        "{} D={:.0}s, {} candidates, {} schedules validated",
-                        w.workload,
-                        w.deadline_s,
-                        w.candidates_evaluated,
-                        w.selected.iter().filter(|s| s.validated).count()
-                    )
-                })
-                .collect();
-            Ok(parts.join("; "))
-        }
-        "report" => {
-            let r = crate::report::write_report(cfg)?;
-            Ok(format!("wrote {}", r.display()))
-        }
-        other => Err(anyhow!("unknown stage {other}")),
-    }
 }
 
 fn headline_from_files(run: &RunDir) -> BTreeMap<String, serde_json::Value> {

@@ -1,54 +1,61 @@
-//! Running the stages in order with skip-when-unchanged: each stage's inputs (config hash,
-//! tool version, the input files' hashes) form a fingerprint recorded beside its outputs.
+//! The registry of stages and skip-when-unchanged: each stage's declared inputs (config
+//! hash, tool version and build, the input files' hashes) form a fingerprint recorded
+//! beside its outputs' hashes in `.stages/<name>.json`.
 
 use anyhow::{Context, Result};
 use model::LoadedConfig;
 use model::run_dir::RunDir;
+use model::stage::{Stage, StageContext, StageError, StageInput};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-/// The stages, in order.
-pub const STAGES: [&str; 4] = ["ingest", "audit", "replay", "report"];
+/// The stages, in the order `pipeline run` runs them: the one list (adding a stage is one
+/// line here and an implementation of [`Stage`] in its crate).
+pub static STAGES: [&dyn Stage; 4] = [
+    &ingest::IngestStage,
+    &audit::AuditStage,
+    &replay::ReplayStage,
+    &ReportStage,
+];
 
-/// Outputs each stage writes (relative to the run directory): for ingest, the ledger and
-/// the verified store's blob of every archive of the config.
-pub fn stage_outputs(stage: &str, cfg: &LoadedConfig) -> Vec<String> {
-    let mut names: Vec<String> = stage_files(stage).iter().map(|s| s.to_string()).collect();
-    if stage == "ingest" {
-        names.extend(
-            cfg.archives
-                .iter()
-                .map(|a| format!("store/sha256/{}", a.sha256)),
-        );
-    }
-    names
+/// The stage's names, in order.
+pub fn stage_names() -> Vec<&'static str> {
+    STAGES.iter().map(|s| s.name()).collect()
 }
 
-/// The files a stage writes besides the store.
-pub fn stage_files(stage: &str) -> Vec<&'static str> {
-    match stage {
-        "ingest" => vec!["ledger.parquet"],
-        "audit" => vec![
-            "attempts.parquet",
-            "requests.parquet",
-            "clipping.parquet",
-            "exclusions.parquet",
-            "blobs.parquet",
-            "attempt_blobs.parquet",
-            "audit.json",
-        ],
-        "replay" => vec![
-            "schedules.parquet",
-            "joint_schedules.csv",
-            "bounds.parquet",
-            "search_trace.parquet",
-            "pareto.parquet",
-        ],
-        "report" => vec!["report.md", "report.html"],
-        _ => vec![],
+/// The report stage: `report.md` and `report.html` from the run directory's outputs.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReportStage;
+
+impl Stage for ReportStage {
+    fn name(&self) -> &'static str {
+        "report"
+    }
+    fn about(&self) -> &'static str {
+        "report.html / report.md with the figures, charts and the model's assumptions"
+    }
+    fn inputs(&self, cfg: &LoadedConfig) -> Vec<StageInput> {
+        std::iter::once(ingest::LEDGER_FILE.to_string())
+            .chain(audit::output::audit_outputs())
+            .chain(replay::ReplayStage.outputs(cfg))
+            .map(StageInput::File)
+            .collect()
+    }
+    fn outputs(&self, _cfg: &LoadedConfig) -> Vec<String> {
+        vec!["report.md".into(), "report.html".into()]
+    }
+    fn run(&self, cfg: &LoadedConfig, _ctx: &StageContext) -> Result<String, StageError> {
+        let r = crate::report::write_report(cfg).map_err(|e| {
+            StageError::new(
+                "report",
+                model::stage::FailureKind::Failed,
+                std::io::Error::other(format!("{e:#}")),
+            )
+        })?;
+        Ok(format!("wrote {}", r.display()))
     }
 }
 
@@ -101,26 +108,44 @@ pub fn build_identity() -> &'static str {
     })
 }
 
-/// The inputs fingerprint of a stage: config hash, tool version and build identity, and the
-/// previous stage's recorded outputs. Ingest and audit also cover every manifest column of
-/// every archive, in manifest order (ingest reads the locations, audit the workload), so an
-/// edited manifest (a CSV is not part of `pipeline.yaml`'s hash) reruns them.
-pub fn fingerprint(cfg: &LoadedConfig, stage: &str, prior: &BTreeMap<String, String>) -> String {
+/// The inputs fingerprint of a stage, derived from its declared inputs: the stage's name,
+/// tool version and build identity, the config's hash, then each input in declaration
+/// order: the manifest's every column, a source archive's id, SHA256 and size, a file's
+/// SHA256 (from `known`, the hashes the run's earlier stages recorded, else hashed now;
+/// `missing` when absent).
+pub fn fingerprint(
+    cfg: &LoadedConfig,
+    stage: &dyn Stage,
+    known: &BTreeMap<String, String>,
+    run: &RunDir,
+) -> String {
     let mut h = Sha256::new();
-    h.update(format!("agentrace {} stage {stage}\n", model::TOOL_VERSION));
+    h.update(format!(
+        "agentrace {} stage {}\n",
+        model::TOOL_VERSION,
+        stage.name()
+    ));
     h.update(format!("build {}\n", build_identity()));
     h.update(format!("pipeline.yaml {}\n", cfg.sha256));
-    for a in &cfg.archives {
-        h.update(format!(
-            "archive {} {} {}\n",
-            a.archive_id, a.sha256, a.bytes
-        ));
-    }
-    if matches!(stage, "ingest" | "audit") {
-        h.update(format!("manifest {}\n", manifest_identity(cfg)));
-    }
-    for (k, v) in prior {
-        h.update(format!("input {k} {v}\n"));
+    for input in stage.inputs(cfg) {
+        match input {
+            StageInput::Manifest => h.update(format!("manifest {}\n", manifest_identity(cfg))),
+            StageInput::SourceArchive(id) => {
+                let a = cfg.archives.iter().find(|a| a.archive_id == id);
+                h.update(format!(
+                    "archive {id} {} {}\n",
+                    a.map(|a| a.sha256.as_str()).unwrap_or("unknown"),
+                    a.map(|a| a.bytes).unwrap_or(0)
+                ));
+            }
+            StageInput::File(path) => {
+                let sha = match known.get(&path) {
+                    Some(sha) => sha.clone(),
+                    None => sha256_file(&run.file(&path)).unwrap_or_else(|_| "missing".into()),
+                };
+                h.update(format!("input {path} {sha}\n"));
+            }
+        }
     }
     hex::encode(h.finalize())
 }

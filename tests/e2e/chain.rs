@@ -233,7 +233,7 @@ fn help_explains_each_stage_in_a_line() {
         })
         .collect();
     let names: Vec<&str> = named.iter().map(|(n, _)| *n).collect();
-    assert_eq!(names, pipeline::stages::STAGES, "{text}");
+    assert_eq!(names, pipeline::stages::stage_names(), "{text}");
     for (name, what) in &named {
         assert!(
             what.split_whitespace().count() >= 5,

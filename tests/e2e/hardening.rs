@@ -303,7 +303,7 @@ fn secrets_never_leak_through_the_whole_chain() {
         })
         .collect();
     let gcs_cfg = write_pipeline(
-        &d.path().join("pipeline-gcs.yaml"),
+        &d.path().join("pipeline.yaml"),
         d.path(),
         "secrets-gcs",
         &gcs_rows,

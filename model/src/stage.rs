@@ -1,0 +1,121 @@
+//! The stage contract: each stage of the chain declares its name, what it reads and what it
+//! writes, and runs from the config alone; `pipeline` derives fingerprints, provenance,
+//! verification and its summary from these declarations (docs/ARCHITECTURE.md).
+
+use crate::LoadedConfig;
+
+/// Something a stage reads besides the config (every stage reads `pipeline.yaml`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StageInput {
+    /// Every column of every manifest row (locations, workload, hashes, sizes).
+    Manifest,
+    /// An archive fetched from its declared locations, by archive id.
+    SourceArchive(String),
+    /// A file below the run directory, by its path relative to it (another stage's output).
+    File(String),
+}
+
+impl StageInput {
+    /// How provenance names the input: `archive:<id>` for a source archive, the path for
+    /// a file; the manifest is covered by the config and is not listed.
+    pub fn provenance_name(&self) -> Option<String> {
+        match self {
+            StageInput::Manifest => None,
+            StageInput::SourceArchive(id) => Some(format!("archive:{id}")),
+            StageInput::File(path) => Some(path.clone()),
+        }
+    }
+}
+
+/// Where a stage reports progress lines (the pipeline prints them, prefixed by the stage).
+pub trait StageProgress: Send + Sync {
+    /// A line worth showing while the stage runs.
+    fn note(&self, stage: &str, line: &str);
+}
+
+/// A progress sink that drops every line.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SilentProgress;
+
+impl StageProgress for SilentProgress {
+    fn note(&self, _stage: &str, _line: &str) {}
+}
+
+/// The run-wide choices a stage may use; results never depend on them.
+#[derive(Clone)]
+pub struct StageContext {
+    /// Ingest from the verified store alone (no network).
+    pub offline: bool,
+    /// Worker threads (None: one per core).
+    pub threads: Option<usize>,
+    /// Where progress lines go.
+    pub progress: std::sync::Arc<dyn StageProgress>,
+}
+
+impl std::fmt::Debug for StageContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StageContext")
+            .field("offline", &self.offline)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether a failed stage refused its input (a config or manifest it cannot run: exit 2)
+/// or ran and found a failure (exit 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The config, manifest or a file named by them was refused before any work.
+    Refused,
+    /// The stage ran and failed (verification, cohort mismatch, I/O).
+    Failed,
+}
+
+/// A stage that did not complete, with its cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{stage} failed")]
+pub struct StageError {
+    /// The stage's name.
+    pub stage: &'static str,
+    /// Refused or failed.
+    pub kind: FailureKind,
+    /// What went wrong (its own chain of causes).
+    #[source]
+    pub source: Box<dyn std::error::Error + Send + Sync + 'static>,
+}
+
+impl StageError {
+    /// A stage error of `kind` caused by `source`.
+    pub fn new(
+        stage: &'static str,
+        kind: FailureKind,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        StageError {
+            stage,
+            kind,
+            source: Box::new(source),
+        }
+    }
+}
+
+/// One stage of the chain. Implemented once, in the stage's own crate; the pipeline holds
+/// the ordered list of stages and nothing else about them.
+pub trait Stage: Sync {
+    /// The stage's name (`ingest`, `audit`, ...): its record is `.stages/<name>.json`.
+    fn name(&self) -> &'static str;
+    /// One line on what the stage does.
+    fn about(&self) -> &'static str;
+    /// Everything the stage reads besides the config; the stage's fingerprint covers
+    /// exactly these (and the config, the tool and the build).
+    fn inputs(&self, cfg: &LoadedConfig) -> Vec<StageInput>;
+    /// Every file the stage writes whose bytes are a result (hashed into provenance and
+    /// re-derived by `verify`), relative to the run directory.
+    fn outputs(&self, cfg: &LoadedConfig) -> Vec<String>;
+    /// Files the stage writes that hold wall-clock facts (times, host): never hashed.
+    fn run_facts(&self) -> Vec<&'static str> {
+        Vec::new()
+    }
+    /// Run the stage; on success, a one-line summary of what it did.
+    fn run(&self, cfg: &LoadedConfig, ctx: &StageContext) -> Result<String, StageError>;
+}

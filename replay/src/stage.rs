@@ -1,0 +1,541 @@
+//! The replay stage's driver: read the audit frames, replay and search every workload,
+//! validate every selected schedule, write the outputs; and the stage as the pipeline sees it.
+
+use crate::error::ReplayError;
+use crate::evaluate::GridInstance;
+use crate::input::load_input;
+use crate::search::{AdaptiveRecord, FamilyStats, ReplayBudget, RngRecord, TraceRow};
+use crate::search::{Found, search_workload};
+use crate::validate::{ClaimedValues, ScheduleFailure, ScheduleRow, validate_schedule};
+use crate::{
+    ReplayInput, ResourceHours, SCHEDULE_NAMES, WorkloadInstance, accounting, bounds, evaluate,
+    gpu_bound, lp, output, search, validate,
+};
+use model::WorkloadId;
+use rand_chacha::ChaCha8Rng;
+use rand_chacha::rand_core::SeedableRng;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// How to run the stage (nothing here changes the results).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// Threads of the local rayon pool; `None`: one per available core.
+    pub threads: Option<usize>,
+}
+
+/// One selected schedule of a workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SelectedSchedule {
+    /// One of [`SCHEDULE_NAMES`]: `fifo`, `best_cpu_ram`, `best_gpu`, `best_cache`,
+    /// `best_joint`, or the seed profile's bests `seed_best_gpu` and `seed_best_cache`.
+    pub schedule: &'static str,
+    /// The candidate that produced it (`priority_order:fifo`, `local_move_gpu#17`, ...).
+    pub found_by: String,
+    /// Its index among the workload's candidates (0 = FIFO).
+    pub candidate: u64,
+    /// Latest end, seconds.
+    pub makespan_s: f64,
+    /// The four ideal values of this same schedule.
+    pub ideal: ResourceHours,
+    /// Whether the independent validator passed it.
+    pub validated: bool,
+    /// Start of each attempt (index = the workload instance's attempt order), ns.
+    #[serde(skip)]
+    pub starts_ns: Vec<i64>,
+}
+
+/// One point of the Pareto front of GPU vs cache.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParetoPoint {
+    /// Position on the front, by GPU ascending.
+    pub point: u32,
+    /// The candidate that produced it.
+    pub found_by: String,
+    /// Its index among the workload's candidates.
+    pub candidate: u64,
+    /// Latest end, seconds.
+    pub makespan_s: f64,
+    /// GPU ideal hours.
+    pub gpu_h: f64,
+    /// Cache ideal hours.
+    pub cache_h: f64,
+    /// Whether this point is the selected `best_joint`.
+    pub best_joint: bool,
+    /// Whether the independent validator passed it.
+    pub validated: bool,
+}
+
+/// Everything the stage computed for one workload.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadReport {
+    /// The workload.
+    pub workload: WorkloadId,
+    /// Included attempts replayed.
+    pub attempts: usize,
+    /// Request intervals (after grid conversion).
+    pub request_intervals: usize,
+    /// Distinct blobs.
+    pub blobs: usize,
+    /// Deadline D = FIFO makespan, seconds.
+    pub deadline_s: f64,
+    /// SPEC 2.3 lower bounds.
+    pub lower_bounds: ResourceHours,
+    /// The stronger bounds of issue 7 with their components.
+    pub strong_bounds: bounds::StrongBounds,
+    /// The LP bounds of issue 7 (HiGHS), or why they were skipped.
+    pub lp_bounds: lp::LpBounds,
+    /// Best valid lower bound per resource: the largest of the seed's, the stronger ones and
+    /// the LP bounds.
+    pub best_bounds: ResourceHours,
+    /// FIFO holding values.
+    pub fifo_holding: ResourceHours,
+    /// Ideal values of the FIFO schedule.
+    pub fifo_ideal: ResourceHours,
+    /// Best ideal value found per resource (CPU/RAM: the invariant ideal value).
+    pub best_found: ResourceHours,
+    /// The selected schedules, in output order.
+    pub selected: Vec<SelectedSchedule>,
+    /// Candidates evaluated in total.
+    pub candidates_evaluated: u64,
+    /// Per-family counts (evaluated, rejected, improvements).
+    pub families: Vec<FamilyStats>,
+    /// Best GPU and cache hours of the seed profile (the study's method): in an extended
+    /// run, after its seed phase (the same candidates); in a seed run, the best found.
+    pub seed_profile_best: (f64, f64),
+    /// What the extended profile's adaptive phase chose (empty for the seed profile).
+    pub adaptive: AdaptiveRecord,
+    /// The Pareto front of GPU vs cache over the feasible candidates, by GPU ascending.
+    pub pareto: Vec<ParetoPoint>,
+    /// Best so far per objective after each batch.
+    pub trace: Vec<TraceRow>,
+    /// How this workload consumed the shared RNG stream.
+    pub rng: RngRecord,
+}
+
+/// What the stage did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ReplayReport {
+    /// The seed of the one RNG stream.
+    pub seed: u64,
+    /// The order in which workloads consumed it.
+    pub order: Vec<WorkloadId>,
+    /// The budgets used.
+    pub budget: ReplayBudget,
+    /// Per workload, in `order`.
+    pub workloads: Vec<WorkloadReport>,
+    /// Files written (empty for [`replay_input`]).
+    pub outputs: Vec<PathBuf>,
+}
+
+/// Wall-clock facts of a run (only ever written to `replay.run.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RunTimings {
+    /// Threads of the pool.
+    pub threads: usize,
+    /// Seconds reading the audit frames.
+    pub load_s: f64,
+    /// Seconds per workload: search + accounting + validation.
+    pub workloads_s: Vec<(WorkloadId, f64)>,
+    /// Seconds writing outputs.
+    pub write_s: f64,
+}
+
+fn build_pool(opts: &ReplayOptions) -> Result<rayon::ThreadPool, ReplayError> {
+    let threads = opts.threads.unwrap_or(0);
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|source| ReplayError::ThreadPool { threads, source })
+}
+
+/// Replay plain input (no I/O): per workload in order, FIFO, accounting, bounds, search and
+/// validation. Returns the report and the schedules that failed validation (if any).
+pub fn replay_input(
+    input: &ReplayInput,
+    search: &model::config::SearchConfig,
+    opts: &ReplayOptions,
+) -> Result<(ReplayReport, Vec<ScheduleFailure>), ReplayError> {
+    let pool = build_pool(opts)?;
+    let mut timings = RunTimings::default();
+    replay_with_pool(input, search, &pool, &mut timings)
+}
+
+fn replay_with_pool(
+    input: &ReplayInput,
+    search: &model::config::SearchConfig,
+    pool: &rayon::ThreadPool,
+    timings: &mut RunTimings,
+) -> Result<(ReplayReport, Vec<ScheduleFailure>), ReplayError> {
+    timings.threads = pool.current_num_threads();
+    let budget = ReplayBudget::from_config(search);
+    let mut shared = ChaCha8Rng::seed_from_u64(search.seed);
+    // Each workload's LP bounds need only its grid instance and its FIFO schedule, not the
+    // search: they run on a thread of their own (HiGHS single-threaded, budgets in counts)
+    // beside the searches on the pool, so a workload's LP can overlap the previous
+    // workload's search. The results do not depend on what runs beside them.
+    let prepared = input
+        .workloads
+        .iter()
+        .map(PreparedWorkload::new)
+        .collect::<Result<Vec<_>, _>>()?;
+    let (workloads, failures) = std::thread::scope(|scope| {
+        let lp_threads: Vec<_> = prepared
+            .iter()
+            .map(|p| scope.spawn(|| p.lp_bounds(&search.lp_bounds)))
+            .collect();
+        let mut workloads = Vec::new();
+        let mut failures = Vec::new();
+        for (p, lp_thread) in prepared.iter().zip(lp_threads) {
+            let t0 = Instant::now();
+            let (report, mut f) = replay_workload(
+                p,
+                &budget,
+                lp_thread,
+                &search.pattern_bound,
+                &mut shared,
+                pool,
+            )?;
+            failures.append(&mut f);
+            workloads.push(report);
+            timings
+                .workloads_s
+                .push((p.inst.workload, t0.elapsed().as_secs_f64()));
+        }
+        Ok::<_, ReplayError>((workloads, failures))
+    })?;
+    Ok((
+        ReplayReport {
+            seed: search.seed,
+            order: input.workloads.iter().map(|w| w.workload).collect(),
+            budget,
+            workloads,
+            outputs: Vec::new(),
+        },
+        failures,
+    ))
+}
+
+/// What a workload's replay needs before its search: the grid instance, the independent
+/// FIFO (the deadline) and the per-blob bound parts.
+struct PreparedWorkload<'a> {
+    inst: &'a WorkloadInstance,
+    g: GridInstance,
+    /// The validator's independent FIFO starts, ns, in attempt order.
+    fifo_starts: Vec<i64>,
+    /// Its makespan: the deadline D, ns.
+    deadline_ns: i64,
+    per_blob: Vec<bounds::BlobBoundParts>,
+}
+
+impl<'a> PreparedWorkload<'a> {
+    fn new(inst: &'a WorkloadInstance) -> Result<Self, ReplayError> {
+        inst.check_quotas_fit()?;
+        let g = GridInstance::new(inst);
+        let (fifo_starts, deadline_ns) = validate::independent_fifo(inst);
+        let per_blob = bounds::blob_bound_parts(&g, deadline_ns);
+        Ok(Self {
+            inst,
+            g,
+            fifo_starts,
+            deadline_ns,
+            per_blob,
+        })
+    }
+
+    fn lp_bounds(&self, cfg: &model::config::LpBoundsConfig) -> lp::LpBounds {
+        lp::lp_bounds(
+            &self.g,
+            self.inst.caps.gpus,
+            self.deadline_ns,
+            &self.per_blob,
+            &self.fifo_starts,
+            cfg,
+        )
+    }
+}
+
+fn replay_workload(
+    p: &PreparedWorkload<'_>,
+    budget: &ReplayBudget,
+    lp_thread: std::thread::ScopedJoinHandle<'_, lp::LpBounds>,
+    pattern_config: &model::config::PatternBoundConfig,
+    shared: &mut ChaCha8Rng,
+    pool: &rayon::ThreadPool,
+) -> Result<(WorkloadReport, Vec<ScheduleFailure>), ReplayError> {
+    let (inst, g) = (p.inst, &p.g);
+    let gpus = inst.caps.gpus;
+    let outcome = search_workload(inst, g, budget, shared, pool)?;
+
+    // The evaluator's FIFO must equal the validator's independent FIFO, start by start.
+    let independent = &p.fifo_starts;
+    if let Some(j) =
+        (0..inst.attempts.len()).find(|&j| independent[j] != outcome.fifo.eval.starts[j])
+    {
+        return Err(ReplayError::FifoMismatch {
+            workload: inst.workload.to_string(),
+            detail: format!(
+                "attempt `{}` starts at {} ns (evaluator) vs {} ns (validator)",
+                inst.attempts[j].attempt_id, outcome.fifo.eval.starts[j], independent[j]
+            ),
+        });
+    }
+    if p.deadline_ns != outcome.fifo.eval.makespan {
+        return Err(ReplayError::FifoMismatch {
+            workload: inst.workload.to_string(),
+            detail: format!(
+                "makespan {} ns (evaluator) vs {} ns (validator)",
+                outcome.fifo.eval.makespan, p.deadline_ns
+            ),
+        });
+    }
+    let deadline_ns = p.deadline_ns;
+    let deadline_s = evaluate::ns_to_s(deadline_ns);
+    let lower_bounds = accounting::lower_bounds(g, gpus);
+    let pattern = pool.install(|| gpu_bound::pattern_bound(g, gpus, pattern_config));
+    let strong_bounds =
+        bounds::strong_bounds_from(g, gpus, deadline_ns, &p.per_blob).with_gpu_pattern(pattern);
+    let lp_bounds = lp_thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    let best_bounds = ResourceHours {
+        cpu: lower_bounds.cpu,
+        ram: lower_bounds.ram,
+        gpu: lower_bounds
+            .gpu
+            .max(strong_bounds.gpu.best)
+            .max(lp_bounds.gpu.bound_h.unwrap_or(0.0)),
+        cache: lower_bounds
+            .cache
+            .max(strong_bounds.cache.best)
+            .max(lp_bounds.cache.bound_h.unwrap_or(0.0)),
+    };
+    let fifo_holding = accounting::holding_hours(g, gpus, &outcome.fifo.eval);
+    let fifo_ideal = accounting::ideal_hours(g, gpus, &outcome.fifo.eval);
+
+    let picks = selected_picks(&outcome);
+    let mut selected = Vec::new();
+    let mut failures = Vec::new();
+    for (name, found) in picks {
+        let ideal = accounting::ideal_hours(g, gpus, &found.eval);
+        let rows = schedule_rows(inst, g, &found.eval.starts);
+        let claimed = ClaimedValues {
+            cpu_h: ideal.cpu,
+            ram_h: ideal.ram,
+            gpu_h: ideal.gpu,
+            cache_h: ideal.cache,
+        };
+        let validated = match validate_schedule(inst, name, &rows, deadline_s, Some(claimed)) {
+            Ok(_) => true,
+            Err(f) => {
+                failures.push(f);
+                false
+            }
+        };
+        selected.push(SelectedSchedule {
+            schedule: name,
+            found_by: found.label.clone(),
+            candidate: found.candidate,
+            makespan_s: evaluate::ns_to_s(found.eval.makespan),
+            ideal,
+            validated,
+            starts_ns: found.eval.starts.clone(),
+        });
+    }
+    // Every point of the Pareto front is validated too.
+    let mut pareto = Vec::new();
+    for (i, found) in outcome.front.iter().enumerate() {
+        let ideal = accounting::ideal_hours(g, gpus, &found.eval);
+        let rows = schedule_rows(inst, g, &found.eval.starts);
+        let claimed = ClaimedValues {
+            cpu_h: ideal.cpu,
+            ram_h: ideal.ram,
+            gpu_h: ideal.gpu,
+            cache_h: ideal.cache,
+        };
+        let name = format!("pareto#{i}");
+        let validated = match validate_schedule(inst, &name, &rows, deadline_s, Some(claimed)) {
+            Ok(_) => true,
+            Err(f) => {
+                failures.push(f);
+                false
+            }
+        };
+        pareto.push(ParetoPoint {
+            point: i as u32,
+            found_by: found.label.clone(),
+            candidate: found.candidate,
+            makespan_s: evaluate::ns_to_s(found.eval.makespan),
+            gpu_h: ideal.gpu,
+            cache_h: ideal.cache,
+            best_joint: found.candidate == outcome.best_joint.candidate,
+            validated,
+        });
+    }
+    let best_found = ResourceHours {
+        cpu: fifo_ideal.cpu,
+        ram: fifo_ideal.ram,
+        gpu: outcome.best_gpu.gpu_h,
+        cache: outcome.best_cache.cache_h,
+    };
+    Ok((
+        WorkloadReport {
+            workload: inst.workload,
+            attempts: inst.attempts.len(),
+            request_intervals: g.request_count(),
+            blobs: inst.blobs.len(),
+            deadline_s,
+            lower_bounds,
+            strong_bounds,
+            lp_bounds,
+            best_bounds,
+            fifo_holding,
+            fifo_ideal,
+            best_found,
+            selected,
+            candidates_evaluated: outcome.evaluated,
+            families: outcome.stats,
+            seed_profile_best: outcome.seed_best,
+            adaptive: outcome.adaptive,
+            pareto,
+            trace: outcome.trace,
+            rng: outcome.rng,
+        },
+        failures,
+    ))
+}
+
+/// The selected schedules of a search outcome, named as in [`SCHEDULE_NAMES`] and in its
+/// order (checked in every debug build, so by every test that replays).
+fn selected_picks(outcome: &search::SearchOutcome) -> [(&'static str, &Found); 7] {
+    let picks = [
+        ("fifo", &outcome.fifo),
+        ("best_cpu_ram", &outcome.fastest),
+        ("best_gpu", &outcome.best_gpu),
+        ("best_cache", &outcome.best_cache),
+        ("best_joint", &outcome.best_joint),
+        ("seed_best_gpu", &outcome.seed_best_gpu),
+        ("seed_best_cache", &outcome.seed_best_cache),
+    ];
+    debug_assert!(
+        picks.iter().map(|p| p.0).eq(SCHEDULE_NAMES.iter().copied()),
+        "selected_picks and SCHEDULE_NAMES disagree"
+    );
+    picks
+}
+
+/// A schedule as rows (attempt, start, end in seconds), in the instance's attempt order.
+pub fn schedule_rows(
+    inst: &WorkloadInstance,
+    g: &GridInstance,
+    starts_ns: &[i64],
+) -> Vec<ScheduleRow> {
+    inst.attempts
+        .iter()
+        .enumerate()
+        .map(|(j, a)| ScheduleRow {
+            attempt_id: a.attempt_id.clone(),
+            start_s: evaluate::ns_to_s(starts_ns[j]),
+            end_s: evaluate::ns_to_s(starts_ns[j] + g.duration[j]),
+        })
+        .collect()
+}
+
+/// The stage: read the included attempts from the audit frames in the config's run
+/// directory, replay and search every workload in `search.order`, validate every selected
+/// schedule, and write `schedules.parquet`, `joint_schedules.csv`, `bounds.parquet`,
+/// `search_trace.parquet`, `replay.json` (all byte-identical for the same inputs and
+/// config) and `replay.run.json` (wall-clock facts). Fails if any schedule fails validation
+/// (after writing what passed, with `validated = false` rows for the rest).
+pub fn run(cfg: &model::LoadedConfig, opts: &ReplayOptions) -> Result<ReplayReport, ReplayError> {
+    let pool = build_pool(opts)?;
+    let _lock = model::RunLock::acquire(&cfg.run_dir, "replay")?;
+    // Temporary files of a killed earlier write (their process is gone) are removed.
+    frames::temp::remove_stale_temp_files(&cfg.run_dir, frames::temp::temp_name_pid).map_err(
+        |source| ReplayError::Io {
+            path: cfg.run_dir.clone(),
+            source,
+        },
+    )?;
+    let mut timings = RunTimings::default();
+    let t0 = Instant::now();
+    let input = load_input(cfg)?;
+    timings.load_s = t0.elapsed().as_secs_f64();
+    let (mut report, failures) = replay_with_pool(&input, &cfg.config.search, &pool, &mut timings)?;
+    let t1 = Instant::now();
+    report.outputs = output::write_outputs(cfg, &input, &report)?;
+    timings.write_s = t1.elapsed().as_secs_f64();
+    let run_json = output::write_run_json(cfg, &timings)?;
+    report.outputs.push(run_json);
+    if failures.is_empty() {
+        Ok(report)
+    } else {
+        Err(ReplayError::Validation { failures })
+    }
+}
+
+/// The stage's name.
+pub const STAGE_NAME: &str = "replay";
+
+/// The replay stage as the pipeline sees it: it reads the audit frames of
+/// [`crate::input::INPUT_FRAMES`] and writes the frames of [`crate::schemas::FRAMES`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReplayStage;
+
+impl model::Stage for ReplayStage {
+    fn name(&self) -> &'static str {
+        STAGE_NAME
+    }
+    fn about(&self) -> &'static str {
+        "FIFO admission replay, resource-hour accounting, lower bounds, seeded schedule search, independent validation of every selected schedule"
+    }
+    fn inputs(&self, _cfg: &model::LoadedConfig) -> Vec<model::StageInput> {
+        crate::input::INPUT_FRAMES
+            .iter()
+            .map(|f| model::StageInput::File(format!("{f}.parquet")))
+            .collect()
+    }
+    fn outputs(&self, _cfg: &model::LoadedConfig) -> Vec<String> {
+        crate::schemas::FRAMES
+            .iter()
+            .map(crate::schemas::file_of)
+            .collect()
+    }
+    fn run_facts(&self) -> Vec<&'static str> {
+        vec![output::RUN_JSON_FILE]
+    }
+    fn run(
+        &self,
+        cfg: &model::LoadedConfig,
+        ctx: &model::StageContext,
+    ) -> Result<String, model::StageError> {
+        let r = run(
+            cfg,
+            &ReplayOptions {
+                threads: ctx.threads,
+            },
+        )
+        .map_err(|e| {
+            let kind = match e {
+                ReplayError::Config(_) => model::stage::FailureKind::Refused,
+                _ => model::stage::FailureKind::Failed,
+            };
+            model::StageError::new(STAGE_NAME, kind, e)
+        })?;
+        let parts: Vec<String> = r
+            .workloads
+            .iter()
+            .map(|w| {
+                format!(
+                    "{} D={:.0}s, {} candidates, {} schedules validated",
+                    w.workload,
+                    w.deadline_s,
+                    w.candidates_evaluated,
+                    w.selected.iter().filter(|s| s.validated).count()
+                )
+            })
+            .collect();
+        Ok(parts.join("; "))
+    }
+}
