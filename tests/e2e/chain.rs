@@ -366,3 +366,44 @@ fn every_output_file_and_json_key_is_documented() {
         "docs/FORMAT.md does not describe: {missing:#?}"
     );
 }
+
+/// The registry is the one list of outputs: a run writes exactly the files its stages
+/// declare (outputs and run facts) plus the pipeline's own, nothing else below the run
+/// directory besides `.stages/` (one record per stage) and the lock.
+#[test]
+fn a_run_writes_exactly_the_files_the_registry_declares() {
+    let d = tempfile::tempdir().unwrap();
+    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
+    pipeline::run::run_all(
+        &cfg,
+        &pipeline::run::RunOptions {
+            quiet: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let run_dir = d.path().join("run");
+    let mut written = Vec::new();
+    let mut stack = vec![run_dir.clone()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                written.push(p.strip_prefix(&run_dir).unwrap().display().to_string());
+            }
+        }
+    }
+    written.retain(|f| f != ".lock");
+    written.sort();
+    let mut declared: Vec<String> = pipeline::run::run_files(&cfg);
+    for stage in pipeline::stages::STAGES {
+        declared.extend(stage.outputs(&cfg));
+        declared.push(format!(".stages/{}.json", stage.name()));
+    }
+    declared.sort();
+    declared.dedup();
+    assert_eq!(written, declared);
+}

@@ -286,3 +286,49 @@ fn user_files_are_not_replaced_without_force() {
         edited
     );
 }
+
+/// Item 1: a stage's fingerprint covers every input it declares. After `ingest` alone
+/// rewrites the ledger (its rows become `in_store`), `pipeline run` reruns ingest and the
+/// report, which reads the ledger (its inputs are the ledger and the audit's and replay's
+/// outputs), so `verify` passes on the result; the audit (manifest and stored archives) and
+/// the replay (audit frames), whose inputs did not change, are skipped.
+#[test]
+fn a_rerun_after_ingest_alone_refreshes_every_stage_that_reads_the_ledger() {
+    let d = tempfile::tempdir().unwrap();
+    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
+    let opts = pipeline::run::RunOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    pipeline::run::run_all(&cfg, &opts).unwrap();
+    let run_dir = d.path().join("run");
+    let ledger_before = std::fs::read(run_dir.join("ledger.parquet")).unwrap();
+    ingest::run(&cfg, &ingest::IngestOptions::default()).unwrap();
+    assert_ne!(
+        std::fs::read(run_dir.join("ledger.parquet")).unwrap(),
+        ledger_before,
+        "the second ingest should record in_store rows"
+    );
+    let second = pipeline::run::run_all(&cfg, &opts).unwrap();
+    let ran: Vec<(&str, bool)> = second
+        .stages
+        .iter()
+        .map(|s| (s.stage.as_str(), !s.skipped))
+        .collect();
+    assert_eq!(
+        ran,
+        [
+            ("ingest", true),
+            ("audit", false),
+            ("replay", false),
+            ("report", true)
+        ]
+    );
+    let verified = pipeline::provenance::verify(&run_dir, true).unwrap();
+    assert!(
+        verified.differences.is_empty(),
+        "{:?}",
+        verified.differences
+    );
+}
