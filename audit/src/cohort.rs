@@ -4,7 +4,7 @@
 use crate::attempt::AuditedAttempt;
 use model::config::Expectations;
 use model::{ClipReason, ExclusionReason, WorkloadId};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Apply the cohort rules to every attempt (all workloads), setting `exclusion` and `flag`.
@@ -104,7 +104,8 @@ fn workload_rule(a: &AuditedAttempt) -> Option<(ExclusionReason, String, String)
 }
 
 /// Seconds removed and rows per clipping reason.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ClipSummary {
     /// Rows.
     pub rows: u64,
@@ -113,7 +114,8 @@ pub struct ClipSummary {
 }
 
 /// The cohort audit of one workload (a section of `audit.json`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct WorkloadAudit {
     /// Census attempts audited (pilot attempts not counted).
     pub audited: u64,

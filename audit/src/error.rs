@@ -60,6 +60,9 @@ pub enum AuditError {
     /// `audit extract` could not find or place an attempt.
     #[error("{0}")]
     Extract(String),
+    /// A JSON document of the run (`audit.json`) is of another version or malformed.
+    #[error(transparent)]
+    Document(model::run_dir::DocumentError),
     /// The worker threads could not be started.
     #[error("cannot start {threads} worker threads: {detail}")]
     ThreadPool {

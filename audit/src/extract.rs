@@ -34,13 +34,14 @@ pub fn locate_attempt(
     attempt_id: &str,
     workload: Option<&str>,
 ) -> Result<(String, String), AuditError> {
-    let p = RunDir::new(&cfg.run_dir).file("attempts.parquet");
-    let df = frames::read_frame(&p, "attempts", model::run_dir::FRAME_SCHEMA_VERSION)?;
+    use crate::schema::ATTEMPTS;
+    let p = RunDir::new(&cfg.run_dir).file(&format!("{}.parquet", ATTEMPTS.name));
+    let df = frames::read_declared(&p, &ATTEMPTS, model::run_dir::FRAME_SCHEMA_VERSION)?;
     let col = |n: &str| frames::str_values(&df, &p, n);
-    let ids = col("attempt_id")?;
-    let wls = col("workload")?;
-    let arcs = col("archive_id")?;
-    let pre = col("member_prefix")?;
+    let ids = col(const { ATTEMPTS.column("attempt_id") })?;
+    let wls = col(const { ATTEMPTS.column("workload") })?;
+    let arcs = col(const { ATTEMPTS.column("archive_id") })?;
+    let pre = col(const { ATTEMPTS.column("member_prefix") })?;
     let hits: Vec<usize> = (0..ids.len())
         .filter(|&i| ids[i].as_deref() == Some(attempt_id))
         .filter(|&i| workload.is_none_or(|w| wls[i].as_deref() == Some(w)))

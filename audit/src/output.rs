@@ -6,7 +6,7 @@ use crate::cohort::WorkloadAudit;
 use crate::error::AuditError;
 use frames::{FrameBuilder, FrameMeta};
 use model::run_dir::{FRAME_SCHEMA_VERSION, JSON_FORMAT_VERSION, RunDir};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
@@ -24,7 +24,8 @@ pub const AUDIT_FRAMES: [&str; 6] = [
 ];
 
 /// `audit.json`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AuditDocument {
     /// Format version.
     pub format_version: u32,
@@ -357,3 +358,71 @@ pub fn write_audit_json(run: &RunDir, doc: &AuditDocument) -> Result<PathBuf, Au
 
 /// The format version `audit.json` carries.
 pub const AUDIT_JSON_VERSION: u32 = JSON_FORMAT_VERSION;
+
+/// Read `audit.json` through its type: the format version is checked first (a document of
+/// another version is refused, naming both), then every field (an unknown or missing field
+/// is refused, naming it).
+pub fn read_audit_json(path: &std::path::Path) -> Result<AuditDocument, AuditError> {
+    let text = std::fs::read_to_string(path).map_err(|source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    model::run_dir::check_json_version(path, &text, AUDIT_JSON_VERSION)
+        .map_err(AuditError::Document)?;
+    serde_json::from_str(&text).map_err(|e| {
+        AuditError::Document(model::run_dir::DocumentError::Invalid {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `audit.json` is read through its type: what was written reads back equal; a renamed
+    /// field and another format version are refused, naming the file and the field or the
+    /// versions (an untyped reader would have printed `null`).
+    #[test]
+    fn audit_json_reads_through_its_type_and_refuses_drift() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunDir::new(dir.path());
+        let mut doc = AuditDocument {
+            format_version: AUDIT_JSON_VERSION,
+            workloads: BTreeMap::new(),
+            archives: BTreeMap::from([("arc-1".to_string(), "ab".repeat(32))]),
+            blob_size_conflicts: BTreeMap::new(),
+            pass: true,
+        };
+        doc.workloads.insert(
+            "tmax".into(),
+            crate::cohort::WorkloadAudit {
+                audited: 267,
+                included: 253,
+                excluded: 14,
+                pass: true,
+                ..Default::default()
+            },
+        );
+        let path = write_audit_json(&run, &doc).unwrap();
+        assert_eq!(read_audit_json(&path).unwrap(), doc);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, text.replace("\"included\"", "\"included_attempts\"")).unwrap();
+        let e = read_audit_json(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("audit.json") && e.contains("included_attempts"),
+            "{e}"
+        );
+        std::fs::write(
+            &path,
+            text.replace("\"format_version\": 1", "\"format_version\": 2"),
+        )
+        .unwrap();
+        let e = read_audit_json(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("format_version 2, this build reads version 1"),
+            "{e}"
+        );
+    }
+}

@@ -360,6 +360,23 @@ pub fn read_frame(path: &Path, frame: &str, schema_version: u32) -> Result<DataF
         })
 }
 
+/// Read a frame under its producer's declared contract: the frame's name and schema
+/// version (as [`read_frame`]), then every column in the declared order with its declared
+/// type (and the declared values of an enumerated column). The error names the file and
+/// the first column that differs.
+pub fn read_declared(
+    path: &Path,
+    spec: &schema::FrameSpec,
+    schema_version: u32,
+) -> Result<DataFrame, FrameError> {
+    let df = read_frame(path, spec.name, schema_version)?;
+    spec.check(&df).map_err(|detail| FrameError::Schema {
+        path: path.to_path_buf(),
+        message: format!("frame does not match its declared schema: {detail}"),
+    })?;
+    Ok(df)
+}
+
 /// A string column's values; the error names the file and the column.
 pub fn str_values(
     df: &DataFrame,
@@ -576,5 +593,55 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    /// The contract a reader holds a frame to: the producer's declared columns, in order,
+    /// with their types. A frame with a renamed column or a changed type is refused, naming
+    /// the file and what differs; the same frame under its declaration reads.
+    #[test]
+    fn read_declared_holds_a_frame_to_its_producers_columns() {
+        use schema::{ColumnType::*, FrameSpec, col};
+        const DEMO: FrameSpec = FrameSpec {
+            name: "demo",
+            doc: "A demo frame.",
+            columns: &[col("a", I64, false, "A."), col("b", Str, false, "B.")],
+        };
+        assert_eq!(DEMO.column("b"), "b");
+        let dir = tempfile::tempdir().unwrap();
+        let meta = FrameMeta::new("demo", 1);
+        let good = dir.path().join("good.parquet");
+        write_frame(&good, &mut df!("a" => [1i64], "b" => ["x"]).unwrap(), &meta).unwrap();
+        assert_eq!(read_declared(&good, &DEMO, 1).unwrap().height(), 1);
+        let renamed = dir.path().join("renamed.parquet");
+        write_frame(
+            &renamed,
+            &mut df!("a" => [1i64], "c" => ["x"]).unwrap(),
+            &meta,
+        )
+        .unwrap();
+        let e = read_declared(&renamed, &DEMO, 1).unwrap_err().to_string();
+        assert!(e.contains("renamed.parquet") && e.contains("\"c\""), "{e}");
+        let retyped = dir.path().join("retyped.parquet");
+        write_frame(
+            &retyped,
+            &mut df!("a" => [1.5f64], "b" => ["x"]).unwrap(),
+            &meta,
+        )
+        .unwrap();
+        let e = read_declared(&retyped, &DEMO, 1).unwrap_err().to_string();
+        assert!(e.contains("retyped.parquet") && e.contains("demo.a"), "{e}");
+    }
+
+    /// Outside a `const` (where it fails to compile), an undeclared column panics.
+    #[test]
+    #[should_panic(expected = "the frame declares no such column")]
+    fn an_undeclared_column_name_is_refused() {
+        const DEMO: schema::FrameSpec = schema::FrameSpec {
+            name: "demo",
+            doc: "A demo frame.",
+            columns: &[schema::col("a", schema::ColumnType::I64, false, "A.")],
+        };
+        let name = std::hint::black_box("b");
+        let _ = DEMO.column(name);
     }
 }

@@ -121,6 +121,20 @@ pub struct FrameSpec {
 }
 
 impl FrameSpec {
+    /// The declared column `name`, for readers: used in a `const` (as
+    /// `const DIGEST: &str = BLOBS.column("digest");`), a name the frame does not declare
+    /// fails to compile, so a renamed column cannot be read under its old name.
+    pub const fn column(&self, name: &'static str) -> &'static str {
+        let mut i = 0;
+        while i < self.columns.len() {
+            if const_str_eq(self.columns[i].name, name) {
+                return self.columns[i].name;
+            }
+            i += 1;
+        }
+        panic!("the frame declares no such column")
+    }
+
     /// JSON Schema (2020-12) of one row, with the Arrow type of each column.
     pub fn json_schema(&self, schema_version: u32) -> Value {
         let mut props = serde_json::Map::new();
@@ -209,4 +223,20 @@ impl FrameSpec {
         }
         Ok(())
     }
+}
+
+/// `a == b`, usable in a `const fn` and a `const` assertion.
+pub const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }

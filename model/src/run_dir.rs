@@ -44,3 +44,68 @@ impl RunDir {
         self.root.join("quarantine")
     }
 }
+
+/// A JSON document of a run (`audit.json`, `replay.json`, `provenance.json`, a stage
+/// record) that cannot be read as this build's format.
+#[derive(Debug, thiserror::Error)]
+pub enum DocumentError {
+    /// Written in another format version.
+    #[error("{}: format_version {found}, this build reads version {expected}; rerun the stage (or use the build that wrote it)", path.display())]
+    Version {
+        /// The document.
+        path: PathBuf,
+        /// The version it carries (`none` when absent).
+        found: String,
+        /// The version this build reads.
+        expected: u32,
+    },
+    /// Not valid JSON, or a field is missing, unknown or of the wrong type.
+    #[error("{}: {detail}", path.display())]
+    Invalid {
+        /// The document.
+        path: PathBuf,
+        /// What is wrong (serde's words, with the field and position).
+        detail: String,
+    },
+}
+
+/// Check a JSON document's `format_version` before reading it as a type, so that a document
+/// of another version is refused as such rather than as a missing or unknown field.
+pub fn check_json_version(path: &Path, text: &str, expected: u32) -> Result<(), DocumentError> {
+    #[derive(serde::Deserialize)]
+    struct Versioned {
+        format_version: Option<serde_json::Value>,
+    }
+    let v: Versioned = serde_json::from_str(text).map_err(|e| DocumentError::Invalid {
+        path: path.to_path_buf(),
+        detail: e.to_string(),
+    })?;
+    match v.format_version {
+        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(u64::from(expected)) => Ok(()),
+        found => Err(DocumentError::Version {
+            path: path.to_path_buf(),
+            found: found.map_or_else(|| "none".to_string(), |f| f.to_string()),
+            expected,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_document_of_another_version_is_refused_naming_both_versions() {
+        let p = Path::new("run/audit.json");
+        assert!(check_json_version(p, r#"{"format_version": 1, "x": 2}"#, 1).is_ok());
+        let e = check_json_version(p, r#"{"format_version": 2}"#, 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "run/audit.json: format_version 2, this build reads version 1; rerun the stage (or use the build that wrote it)"
+        );
+        let e = check_json_version(p, r#"{"workloads": {}}"#, 1).unwrap_err();
+        assert!(e.to_string().contains("format_version none"), "{e}");
+        let e = check_json_version(p, "not json", 1).unwrap_err();
+        assert!(matches!(e, DocumentError::Invalid { .. }), "{e}");
+    }
+}

@@ -186,6 +186,7 @@ pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
     let ppath = run.file(PROVENANCE_FILE);
     let text = std::fs::read_to_string(&ppath)
         .with_context(|| format!("cannot read {}", ppath.display()))?;
+    model::run_dir::check_json_version(&ppath, &text, JSON_FORMAT_VERSION)?;
     let prov: Provenance = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a provenance document", ppath.display()))?;
     let mut rep = VerifyReport::default();

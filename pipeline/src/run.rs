@@ -148,17 +148,16 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
         config: cfg.path.clone(),
         run_dir: cfg.run_dir.clone(),
         stages: outcomes,
-        workloads: headline_from_files(&run),
+        workloads: headline_from_files(&run)?,
     })
 }
 
 /// The files directly below `run_dir` the pipeline itself writes (the stages' outputs and
 /// run facts come from the registry).
-const PIPELINE_FILES: [&str; 4] = [
+const PIPELINE_FILES: [&str; 3] = [
     provenance::CONFIG_SNAPSHOT,
     provenance::PROVENANCE_FILE,
     provenance::RUN_JSON_FILE,
-    replay::output::REPLAY_JSON_FILE,
 ];
 
 /// Every file a run of `cfg` writes below the run directory, store and `.stages/` aside.
@@ -228,20 +227,23 @@ fn stage_spinner(stage: &str, quiet: bool) -> Option<indicatif::ProgressBar> {
     Some(pb)
 }
 
-fn headline_from_files(run: &RunDir) -> BTreeMap<String, serde_json::Value> {
-    let mut out = BTreeMap::new();
-    if let Ok(text) = std::fs::read_to_string(run.file("audit.json"))
-        && let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
-        && let Some(ws) = v["workloads"].as_object()
-    {
-        for (w, s) in ws {
-            out.insert(
-                w.clone(),
-                serde_json::json!({"audited": s["audited"], "included": s["included"], "pilot": s["pilot"]}),
-            );
-        }
+/// Cohort counts per workload from `audit.json` (read through its type), when present.
+fn headline_from_files(run: &RunDir) -> Result<BTreeMap<String, serde_json::Value>> {
+    let path = run.file(audit::output::AUDIT_JSON_FILE);
+    if !path.is_file() {
+        return Ok(BTreeMap::new());
     }
-    out
+    let doc = audit::output::read_audit_json(&path)?;
+    Ok(doc
+        .workloads
+        .iter()
+        .map(|(w, s)| {
+            (
+                w.clone(),
+                serde_json::json!({"audited": s.audited, "included": s.included, "pilot": s.pilot}),
+            )
+        })
+        .collect())
 }
 
 /// The terminal summary: stages, then per workload and resource the resource-hours table.
@@ -260,24 +262,32 @@ pub fn summary_table(s: &RunSummary) -> Result<String> {
         );
     }
     let run = RunDir::new(&s.run_dir);
-    let bounds = run.file("bounds.parquet");
-    if let Ok(df) = frames::read_frame(&bounds, "bounds", model::run_dir::FRAME_SCHEMA_VERSION) {
-        // The table is a convenience: a column this build does not know shows as blanks.
-        let col_s = |c: &str| -> Vec<String> {
-            frames::str_values(&df, &bounds, c)
-                .map(|v| v.into_iter().map(Option::unwrap_or_default).collect())
-                .unwrap_or_default()
+    use replay::schemas::BOUNDS;
+    let bounds = run.file(&replay::schemas::file_of(&BOUNDS));
+    if bounds.is_file() {
+        let df = frames::read_declared(&bounds, &BOUNDS, model::run_dir::FRAME_SCHEMA_VERSION)?;
+        let col_s = |c: &str| -> Result<Vec<String>> {
+            Ok(frames::str_values(&df, &bounds, c)?
+                .into_iter()
+                .map(Option::unwrap_or_default)
+                .collect())
         };
-        let col_f = |c: &str| frames::f64_values(&df, &bounds, c).unwrap_or_default();
-        let (w, r) = (col_s("workload"), col_s("resource"));
-        let (fh, fi, bf, lb, gp) = (
-            col_f("fifo_holding_h"),
-            col_f("fifo_ideal_h"),
-            col_f("best_found_h"),
-            col_f("lower_bound_h"),
-            col_f("gap_pct"),
+        let col_f = |c: &str| frames::f64_values(&df, &bounds, c);
+        let (w, r) = (
+            col_s(const { BOUNDS.column("workload") })?,
+            col_s(const { BOUNDS.column("resource") })?,
         );
-        let (vb, cg) = (col_f("best_bound_h"), col_f("certified_gap_pct"));
+        let (fh, fi, bf, lb, gp) = (
+            col_f(const { BOUNDS.column("fifo_holding_h") })?,
+            col_f(const { BOUNDS.column("fifo_ideal_h") })?,
+            col_f(const { BOUNDS.column("best_found_h") })?,
+            col_f(const { BOUNDS.column("lower_bound_h") })?,
+            col_f(const { BOUNDS.column("gap_pct") })?,
+        );
+        let (vb, cg) = (
+            col_f(const { BOUNDS.column("best_bound_h") })?,
+            col_f(const { BOUNDS.column("certified_gap_pct") })?,
+        );
         let f = |v: Option<f64>| v.map(|x| format!("{x:.2}")).unwrap_or_else(|| "-".into());
         let _ = writeln!(
             out,
@@ -294,8 +304,8 @@ pub fn summary_table(s: &RunSummary) -> Result<String> {
                 f(bf[i]),
                 f(lb[i]),
                 f(gp[i]),
-                f(vb.get(i).copied().flatten()),
-                f(cg.get(i).copied().flatten())
+                f(vb[i]),
+                f(cg[i])
             );
         }
     }

@@ -172,10 +172,7 @@ pub fn manifest_identity(cfg: &LoadedConfig) -> String {
 
 /// Whether the stage can be skipped: same fingerprint and every recorded output unchanged.
 pub fn can_skip(run: &RunDir, stage: &str, fp: &str) -> bool {
-    let Ok(text) = std::fs::read_to_string(record_path(run, stage)) else {
-        return false;
-    };
-    let Ok(rec) = serde_json::from_str::<StageRecord>(&text) else {
+    let Some(rec) = read_record(run, stage) else {
         return false;
     };
     if rec.fingerprint != fp || rec.outputs.is_empty() {
@@ -186,9 +183,12 @@ pub fn can_skip(run: &RunDir, stage: &str, fp: &str) -> bool {
         .all(|(name, sha)| sha256_file(&run.file(name)).ok().as_deref() == Some(sha))
 }
 
-/// Read a stage's record, if any.
+/// Read a stage's record, if any. A record of another format version (or unreadable) is
+/// no record: the stage runs again and writes one of this build's version.
 pub fn read_record(run: &RunDir, stage: &str) -> Option<StageRecord> {
-    let text = std::fs::read_to_string(record_path(run, stage)).ok()?;
+    let path = record_path(run, stage);
+    let text = std::fs::read_to_string(&path).ok()?;
+    model::run_dir::check_json_version(&path, &text, model::run_dir::JSON_FORMAT_VERSION).ok()?;
     serde_json::from_str(&text).ok()
 }
 

@@ -3,6 +3,7 @@
 //! built by hand (tests, benchmarks). Every algorithm of this crate takes these structs.
 
 use crate::error::ReplayError;
+use audit::schema::{ATTEMPT_BLOBS, ATTEMPTS, BLOBS, REQUESTS};
 use model::config::ReplayCaps;
 use model::{GIB, WorkloadId};
 use polars::prelude::*;
@@ -237,8 +238,42 @@ pub(crate) fn quota_units(x: f64) -> i64 {
     (x * 1e9).round() as i64
 }
 
-/// The audit frames the replay reads, below the run directory.
-pub const INPUT_FRAMES: [&str; 4] = ["attempts", "requests", "blobs", "attempt_blobs"];
+/// The audit frames the replay reads, below the run directory (the audit's declared frames).
+pub const INPUT_FRAMES: [&str; 4] = [ATTEMPTS.name, REQUESTS.name, BLOBS.name, ATTEMPT_BLOBS.name];
+
+// The columns read, named through the audit's declared schemas: a column the audit does not
+// declare (renamed, say) fails to compile here.
+const BLOB_DIGEST: &str = BLOBS.column("digest");
+const BLOB_BYTES: &str = BLOBS.column("compressed_bytes");
+const A_WORKLOAD: &str = ATTEMPTS.column("workload");
+const A_TASK: &str = ATTEMPTS.column("task_id");
+const A_ID: &str = ATTEMPTS.column("attempt_id");
+const A_START: &str = ATTEMPTS.column("gen_start");
+const A_DURATION: &str = ATTEMPTS.column("duration_s");
+const A_REQUEST: &str = ATTEMPTS.column("request_s");
+const A_CORES: &str = ATTEMPTS.column("quota_cores");
+const A_GIB: &str = ATTEMPTS.column("quota_gib");
+const A_INCLUDED: &str = ATTEMPTS.column("included");
+const R_WORKLOAD: &str = REQUESTS.column("workload");
+const R_ID: &str = REQUESTS.column("attempt_id");
+const R_START: &str = REQUESTS.column("start_offset_s");
+const R_END: &str = REQUESTS.column("end_offset_s");
+const AB_WORKLOAD: &str = ATTEMPT_BLOBS.column("workload");
+const AB_ID: &str = ATTEMPT_BLOBS.column("attempt_id");
+const AB_DIGEST: &str = ATTEMPT_BLOBS.column("digest");
+// The trace columns every frame with per-attempt rows carries under the same names.
+const TRACE_SHA256: &str = ATTEMPTS.column("archive_sha256");
+const TRACE_PREFIX: &str = ATTEMPTS.column("member_prefix");
+const _: () = {
+    assert!(frames::schema::const_str_eq(
+        REQUESTS.column("archive_sha256"),
+        TRACE_SHA256
+    ));
+    assert!(frames::schema::const_str_eq(
+        ATTEMPT_BLOBS.column("member_prefix"),
+        TRACE_PREFIX
+    ));
+};
 
 /// Read the included attempts of every workload in `search.order` from the audit frames.
 pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError> {
@@ -248,18 +283,18 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         let df = frames::read_frame(&p, name, model::run_dir::FRAME_SCHEMA_VERSION)?;
         Ok((p, df))
     };
-    let (attempts_path, attempts) = read("attempts")?;
-    let (requests_path, requests) = read("requests")?;
-    let (blobs_path, blobs) = read("blobs")?;
-    let (ab_path, attempt_blobs) = read("attempt_blobs")?;
+    let (attempts_path, attempts) = read(ATTEMPTS.name)?;
+    let (requests_path, requests) = read(REQUESTS.name)?;
+    let (blobs_path, blobs) = read(BLOBS.name)?;
+    let (ab_path, attempt_blobs) = read(ATTEMPT_BLOBS.name)?;
 
     // Blobs: digest -> bytes.
-    let digests = col_str(&blobs, &blobs_path, "digest")?;
-    let bytes = col_u64(&blobs, &blobs_path, "compressed_bytes")?;
+    let digests = col_str(&blobs, &blobs_path, BLOB_DIGEST)?;
+    let bytes = col_u64(&blobs, &blobs_path, BLOB_BYTES)?;
     let mut blob_bytes: BTreeMap<String, u64> = BTreeMap::new();
     for (d, b) in digests.into_iter().zip(bytes) {
-        let d = d.ok_or_else(|| column_err(&blobs_path, "digest", "null digest"))?;
-        let b = b.ok_or_else(|| column_err(&blobs_path, "compressed_bytes", "null size"))?;
+        let d = d.ok_or_else(|| column_err(&blobs_path, BLOB_DIGEST, "null digest"))?;
+        let b = b.ok_or_else(|| column_err(&blobs_path, BLOB_BYTES, "null size"))?;
         if let Some(prev) = blob_bytes.insert(d.clone(), b)
             && prev != b
         {
@@ -272,15 +307,15 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     }
 
     // Included attempts per workload.
-    let a_workload = col_str(&attempts, &attempts_path, "workload")?;
-    let a_task = col_str(&attempts, &attempts_path, "task_id")?;
-    let a_id = col_str(&attempts, &attempts_path, "attempt_id")?;
-    let a_start = col_f64(&attempts, &attempts_path, "gen_start")?;
-    let a_dur = col_f64(&attempts, &attempts_path, "duration_s")?;
-    let a_req = col_f64(&attempts, &attempts_path, "request_s")?;
-    let a_cores = col_f64(&attempts, &attempts_path, "quota_cores")?;
-    let a_gib = col_f64(&attempts, &attempts_path, "quota_gib")?;
-    let a_incl = col_bool(&attempts, &attempts_path, "included")?;
+    let a_workload = col_str(&attempts, &attempts_path, A_WORKLOAD)?;
+    let a_task = col_str(&attempts, &attempts_path, A_TASK)?;
+    let a_id = col_str(&attempts, &attempts_path, A_ID)?;
+    let a_start = col_f64(&attempts, &attempts_path, A_START)?;
+    let a_dur = col_f64(&attempts, &attempts_path, A_DURATION)?;
+    let a_req = col_f64(&attempts, &attempts_path, A_REQUEST)?;
+    let a_cores = col_f64(&attempts, &attempts_path, A_CORES)?;
+    let a_gib = col_f64(&attempts, &attempts_path, A_GIB)?;
+    let a_incl = col_bool(&attempts, &attempts_path, A_INCLUDED)?;
     // Each attempt's origin (absent in frames written without the trace columns).
     let a_trace: Vec<_> = trace_rows(&attempts, &attempts_path)?.collect();
     let attempts_trace = has_trace(&attempts);
@@ -305,10 +340,10 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         }
         let workload = a_workload[i]
             .clone()
-            .ok_or_else(|| column_err(&attempts_path, "workload", &format!("null in row {i}")))?;
+            .ok_or_else(|| column_err(&attempts_path, A_WORKLOAD, &format!("null in row {i}")))?;
         let attempt_id = a_id[i]
             .clone()
-            .ok_or_else(|| column_err(&attempts_path, "attempt_id", &format!("null in row {i}")))?;
+            .ok_or_else(|| column_err(&attempts_path, A_ID, &format!("null in row {i}")))?;
         let input_err = |field: &str, message: &str| ReplayError::Input {
             path: attempts_path.clone(),
             workload: workload.clone(),
@@ -347,10 +382,10 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
 
     // Requests of included attempts. The string columns are read in place (this frame has
     // a row per request: millions at scale).
-    let r_workload = str_col(&requests, &requests_path, "workload")?;
-    let r_id = str_col(&requests, &requests_path, "attempt_id")?;
-    let r_start = col_f64(&requests, &requests_path, "start_offset_s")?;
-    let r_end = col_f64(&requests, &requests_path, "end_offset_s")?;
+    let r_workload = str_col(&requests, &requests_path, R_WORKLOAD)?;
+    let r_id = str_col(&requests, &requests_path, R_ID)?;
+    let r_start = col_f64(&requests, &requests_path, R_START)?;
+    let r_end = col_f64(&requests, &requests_path, R_END)?;
     let r_trace = trace_rows(&requests, &requests_path)?;
     let matching = Matching {
         origin: &origin,
@@ -384,9 +419,9 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
     }
 
     // Blob uses of included attempts.
-    let ab_workload = optional_col_str(&attempt_blobs, &ab_path, "workload")?;
-    let ab_id = col_str(&attempt_blobs, &ab_path, "attempt_id")?;
-    let ab_digest = col_str(&attempt_blobs, &ab_path, "digest")?;
+    let ab_workload = optional_col_str(&attempt_blobs, &ab_path, AB_WORKLOAD)?;
+    let ab_id = col_str(&attempt_blobs, &ab_path, AB_ID)?;
+    let ab_digest = col_str(&attempt_blobs, &ab_path, AB_DIGEST)?;
     let ab_trace = trace_rows(&attempt_blobs, &ab_path)?;
     let mut uses: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
     for (i, here) in ab_trace.enumerate() {
@@ -561,7 +596,7 @@ fn str_col<'a>(
 
 /// Whether a frame has both trace columns (`archive_sha256`, `member_prefix`).
 fn has_trace(df: &DataFrame) -> bool {
-    df.column("archive_sha256").is_ok() && df.column("member_prefix").is_ok()
+    df.column(TRACE_SHA256).is_ok() && df.column(TRACE_PREFIX).is_ok()
 }
 
 /// A row's `(archive_sha256, member_prefix)`, or `None` when its frame lacks them.
@@ -575,8 +610,8 @@ fn trace_rows<'a>(
     if !has_trace(df) {
         return Ok(Box::new(std::iter::repeat_n(None, df.height())));
     }
-    let sha = str_col(df, path, "archive_sha256")?;
-    let prefix = str_col(df, path, "member_prefix")?;
+    let sha = str_col(df, path, TRACE_SHA256)?;
+    let prefix = str_col(df, path, TRACE_PREFIX)?;
     Ok(Box::new(sha.iter().zip(prefix.iter()).map(Some)))
 }
 

@@ -496,10 +496,13 @@ impl model::Stage for ReplayStage {
             .map(|f| model::StageInput::File(format!("{f}.parquet")))
             .collect()
     }
+    /// The frames of [`crate::schemas::FRAMES`], then `replay.json` (the RNG record and the
+    /// family seeds: deterministic, so hashed and re-derived like the frames).
     fn outputs(&self, _cfg: &model::LoadedConfig) -> Vec<String> {
         crate::schemas::FRAMES
             .iter()
             .map(crate::schemas::file_of)
+            .chain(std::iter::once(output::REPLAY_JSON_FILE.to_string()))
             .collect()
     }
     fn run_facts(&self) -> Vec<&'static str> {

@@ -457,12 +457,14 @@ pub fn read_schedules_file(path: &Path) -> Result<Vec<(String, String, ScheduleR
                 .position(|h| h == name)
                 .ok_or_else(|| bad(format!("missing column `{name}`")))
         };
+        // The CSV form carries the columns of `schedules.parquet` under the same names.
+        use crate::schemas::SCHEDULES;
         let (cw, cs, ca, c0, c1) = (
-            col("workload")?,
-            col("schedule")?,
-            col("attempt_id")?,
-            col("start_s")?,
-            col("end_s")?,
+            col(const { SCHEDULES.column("workload") })?,
+            col(const { SCHEDULES.column("schedule") })?,
+            col(const { SCHEDULES.column("attempt_id") })?,
+            col(const { SCHEDULES.column("start_s") })?,
+            col(const { SCHEDULES.column("end_s") })?,
         );
         for (line, rec) in r.records().enumerate() {
             let rec = rec.map_err(|e| bad(e.to_string()))?;
@@ -487,12 +489,15 @@ pub fn read_schedules_file(path: &Path) -> Result<Vec<(String, String, ScheduleR
             ));
         }
     } else {
-        let df = frames::read_frame(path, "schedules", model::run_dir::FRAME_SCHEMA_VERSION)?;
-        let ws = crate::input::col_str(&df, path, "workload")?;
-        let ss = crate::input::col_str(&df, path, "schedule")?;
-        let ids = crate::input::col_str(&df, path, "attempt_id")?;
-        let starts = crate::input::col_f64(&df, path, "start_s")?;
-        let ends = crate::input::col_f64(&df, path, "end_s")?;
+        use crate::schemas::SCHEDULES;
+        let df = frames::read_declared(path, &SCHEDULES, model::run_dir::FRAME_SCHEMA_VERSION)?;
+        let col_str = |c| crate::input::col_str(&df, path, c);
+        let col_f64 = |c| crate::input::col_f64(&df, path, c);
+        let ws = col_str(const { SCHEDULES.column("workload") })?;
+        let ss = col_str(const { SCHEDULES.column("schedule") })?;
+        let ids = col_str(const { SCHEDULES.column("attempt_id") })?;
+        let starts = col_f64(const { SCHEDULES.column("start_s") })?;
+        let ends = col_f64(const { SCHEDULES.column("end_s") })?;
         for i in 0..df.height() {
             let (Some(w), Some(s), Some(a), Some(t0), Some(t1)) = (
                 ws[i].clone(),

@@ -407,3 +407,22 @@ fn a_run_writes_exactly_the_files_the_registry_declares() {
     declared.dedup();
     assert_eq!(written, declared);
 }
+
+/// `pipeline verify` checks `provenance.json`'s format version before reading it: a
+/// document of another version is refused as such, naming the file and both versions.
+#[test]
+fn verify_refuses_a_provenance_document_of_another_version() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("provenance.json"),
+        r#"{"format_version": 9, "outputs": []}"#,
+    )
+    .unwrap();
+    let e = pipeline::provenance::verify(d.path(), false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("provenance.json") && e.contains("format_version 9, this build reads version 1"),
+        "{e}"
+    );
+}
