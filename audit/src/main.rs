@@ -15,6 +15,10 @@ struct Cli {
     /// Worker threads (results do not depend on it).
     #[arg(long, value_parser = model::threads::parse_thread_count)]
     threads: Option<usize>,
+    /// Replace files the audit writes (its frames, `audit.json`) in a directory no command
+    /// of this toolkit has written to.
+    #[arg(long)]
+    force: bool,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
@@ -53,6 +57,9 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
     let cfg = model::load_config(&cli.config).map_err(|e| (2, e.into()))?;
     match cli.command {
         None => {
+            let written = model::stage::written_files(&audit::AuditStage, &cfg);
+            model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, cli.force, |_, _| false)
+                .map_err(|e| (2, e.into()))?;
             let r = audit::run(
                 &cfg,
                 &audit::AuditOptions {

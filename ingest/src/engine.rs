@@ -97,6 +97,8 @@ fn build_sources(
 ) -> Result<Sources, IngestError> {
     let ic = &cfg.config.ingest;
     let timeout = Duration::from_secs(ic.request_timeout_s.max(1));
+    let connect_timeout = Duration::from_secs(ic.connect_timeout_s.max(1));
+    let read_timeout = Duration::from_secs(ic.read_timeout_s.max(1));
     let needed = |k: LocationKind| {
         !opts.offline && kinds.contains(&k) && cfg.archives.iter().any(|a| archive_has(a, k))
     };
@@ -110,7 +112,7 @@ fn build_sources(
             .iter()
             .filter_map(|a| a.gcs.as_ref().map(|g| g.bucket.as_str()))
             .collect();
-        Some(GcsSource::new(
+        Some(GcsSource::with_timeouts(
             buckets,
             GcsSettings {
                 endpoint,
@@ -119,6 +121,8 @@ fn build_sources(
                 request_timeout: timeout,
                 initial_backoff: opts.initial_backoff,
             },
+            connect_timeout,
+            read_timeout,
         )?)
     } else {
         None
@@ -133,13 +137,17 @@ fn build_sources(
                 "Hub endpoint `{endpoint}` is not a URL"
             )));
         }
-        Some(HfSource::new(HfSettings {
-            endpoint,
-            token: opts.env.hf_token.clone(),
-            retries: ic.retries,
-            request_timeout: timeout,
-            initial_backoff: opts.initial_backoff,
-        })?)
+        Some(HfSource::with_timeouts(
+            HfSettings {
+                endpoint,
+                token: opts.env.hf_token.clone(),
+                retries: ic.retries,
+                request_timeout: timeout,
+                initial_backoff: opts.initial_backoff,
+            },
+            connect_timeout,
+            read_timeout,
+        )?)
     } else {
         None
     };

@@ -7,6 +7,18 @@ use std::path::PathBuf;
 /// Why fetching one archive from one location failed (before its bytes could be verified).
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
+    /// The endpoint did not answer within the read timeout; not retried.
+    #[error(
+        "{uri}: no answer from {endpoint} within the read timeout after {attempts} attempt(s); a timed-out location is not retried"
+    )]
+    TimedOut {
+        /// The location.
+        uri: String,
+        /// The endpoint (`scheme://host:port`).
+        endpoint: String,
+        /// Attempts made.
+        attempts: u32,
+    },
     /// The object, generation, revision, shard or member does not exist.
     #[error("{uri}: not found: {detail}")]
     NotFound {
@@ -166,6 +178,9 @@ impl FetchError {
                 "the location holds other bytes than the manifest describes; check the pin and the manifest's bytes"
             }
             FetchError::Protocol { .. } => "the server does not speak the expected protocol",
+            FetchError::TimedOut { .. } => {
+                "the endpoint accepted the connection but did not answer; check the endpoint, or raise ingest.read_timeout_s for a slow one"
+            }
             FetchError::Http { .. } | FetchError::Transport { .. } | FetchError::Gcs { .. } => {
                 "transient faults were retried; check connectivity and rerun (verified archives are kept)"
             }

@@ -25,6 +25,10 @@ struct Args {
     /// No progress output, only errors and the final line.
     #[arg(long)]
     quiet: bool,
+    /// Replace files this command writes (the ledger, `ingest.run.json`) in a directory no
+    /// command of this toolkit has written to.
+    #[arg(long)]
+    force: bool,
     /// Print the ledger frame's JSON schema and exit.
     #[arg(long, hide = true)]
     print_ledger_schema: bool,
@@ -64,6 +68,13 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let written = model::stage::written_files(&ingest::IngestStage, &cfg);
+    if let Err(e) =
+        model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, args.force, |_, _| false)
+    {
+        print_error(&anyhow::Error::new(e));
+        return ExitCode::from(2);
+    }
     let opts = ingest::IngestOptions {
         offline: args.offline,
         parallel: args.parallel,

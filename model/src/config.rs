@@ -424,8 +424,15 @@ pub struct IngestConfig {
     /// Retries of a transient fault (connection reset, 5xx, 429) per location; also the most
     /// times one Hub fetch re-resolves an expired (401/403) content URL.
     pub retries: u32,
-    /// Whole-request timeout in seconds for one archive download.
+    /// Whole-transfer bound in seconds of one request (one archive download, or one resumed
+    /// part of it): it must cover the largest archive's transfer.
     pub request_timeout_s: u64,
+    /// Longest wait in seconds to connect to an endpoint.
+    pub connect_timeout_s: u64,
+    /// Longest wait in seconds for the next bytes of an answer (its head included). A
+    /// timed-out location is not retried, so an endpoint that accepts and never answers
+    /// fails after about this long, with an error naming it.
+    pub read_timeout_s: u64,
 }
 
 impl Default for IngestConfig {
@@ -434,6 +441,8 @@ impl Default for IngestConfig {
             parallel: 4,
             retries: 5,
             request_timeout_s: 3600,
+            connect_timeout_s: 30,
+            read_timeout_s: 120,
         }
     }
 }

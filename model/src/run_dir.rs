@@ -45,6 +45,59 @@ impl RunDir {
     }
 }
 
+/// Whether a directory is a run directory of this toolkit: one of its commands has written
+/// there (every writer takes the lock, which leaves `.lock`; `pipeline run` also keeps
+/// `.stages/`).
+pub fn is_toolkit_run_dir(root: &Path) -> bool {
+    root.join(".lock").is_file() || root.join(".stages").is_dir()
+}
+
+/// A command would replace files it did not write: in a directory no command of this
+/// toolkit has written to, these files are already there.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "run directory {} already holds {} that no run wrote there: {}; pass --force to replace them, or choose another run_dir",
+    root.display(),
+    if files.len() == 1 { "a file" } else { "files" },
+    files.join(", ")
+)]
+pub struct ForeignFiles {
+    /// The directory.
+    pub root: PathBuf,
+    /// The files, relative to it.
+    pub files: Vec<String>,
+}
+
+/// Refuse to write into a directory no command of this toolkit has written to when any of
+/// `files` (relative to it) is already there, unless `force`. `ours` says which existing
+/// files are not a conflict (a config snapshot equal to the config being run, say).
+pub fn refuse_foreign_files(
+    root: &Path,
+    files: &[String],
+    force: bool,
+    ours: impl Fn(&str, &Path) -> bool,
+) -> Result<(), ForeignFiles> {
+    if force || is_toolkit_run_dir(root) {
+        return Ok(());
+    }
+    let foreign: Vec<String> = files
+        .iter()
+        .filter(|name| {
+            let path = root.join(name);
+            path.exists() && !ours(name, &path)
+        })
+        .cloned()
+        .collect();
+    if foreign.is_empty() {
+        Ok(())
+    } else {
+        Err(ForeignFiles {
+            root: root.to_path_buf(),
+            files: foreign,
+        })
+    }
+}
+
 /// A JSON document of a run (`audit.json`, `replay.json`, `provenance.json`, a stage
 /// record) that cannot be read as this build's format.
 #[derive(Debug, thiserror::Error)]

@@ -119,3 +119,16 @@ pub trait Stage: Sync {
     /// Run the stage; on success, a one-line summary of what it did.
     fn run(&self, cfg: &LoadedConfig, ctx: &StageContext) -> Result<String, StageError>;
 }
+
+/// The files directly below the run directory a stage writes (its outputs and run facts),
+/// the content-addressed store aside (a blob there is named by its own hash, so one already
+/// present is the same bytes): what a command must not replace in a directory it does not
+/// own ([`crate::run_dir::refuse_foreign_files`]).
+pub fn written_files(stage: &dyn Stage, cfg: &LoadedConfig) -> Vec<String> {
+    stage
+        .outputs(cfg)
+        .into_iter()
+        .filter(|o| !o.starts_with("store/"))
+        .chain(stage.run_facts().into_iter().map(str::to_string))
+        .collect()
+}

@@ -6,7 +6,7 @@ use crate::stages::{
     STAGES, StageOutcome, StageRecord, can_skip, fingerprint, hash_outputs, read_record, timed,
     write_record,
 };
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Context, Result};
 use model::LoadedConfig;
 use model::run_dir::RunDir;
 use serde::Serialize;
@@ -83,8 +83,12 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     let run = RunDir::new(&cfg.run_dir);
     std::fs::create_dir_all(run.root())
         .with_context(|| format!("cannot create {}", run.root().display()))?;
-    let _lock = model::RunLock::acquire(run.root(), "pipeline run")?;
+    // Checked before the lock, which leaves `.lock` and so marks the directory as ours.
     refuse_foreign_files(cfg, &run, opts.force)?;
+    let _lock = model::RunLock::acquire(run.root(), "pipeline run")?;
+    let stages_dir = run.root().join(".stages");
+    std::fs::create_dir_all(&stages_dir)
+        .with_context(|| format!("cannot create {}", stages_dir.display()))?;
     // Leftovers of a killed earlier run go even when every stage is then skipped.
     ingest::store::remove_leftovers(run.root())?;
     let started = chrono::Utc::now();
@@ -164,50 +168,22 @@ const PIPELINE_FILES: [&str; 3] = [
 pub fn run_files(cfg: &LoadedConfig) -> Vec<String> {
     STAGES
         .iter()
-        .flat_map(|s| {
-            s.outputs(cfg)
-                .into_iter()
-                .filter(|o| !o.starts_with("store/"))
-                .chain(s.run_facts().into_iter().map(str::to_string))
-        })
+        .flat_map(|s| model::stage::written_files(*s, cfg))
         .chain(PIPELINE_FILES.iter().map(|f| f.to_string()))
         .collect()
 }
 
-/// A run directory is this toolkit's once `.stages/` exists (created before the first
-/// stage of the first run, so a run killed early still owns it). Otherwise any file a run
-/// would write that is already there belongs to someone else (`run_dir: .` beside a user's
-/// own `pipeline.yaml`, say) and is not replaced without `--force`; a config snapshot equal
-/// to the config being run is not a conflict.
+/// Files a run would write that are already in a directory no command of this toolkit has
+/// written to (`run_dir: .` beside a user's own `pipeline.yaml`, say) are not replaced
+/// without `--force`; a config snapshot equal to the config being run is not a conflict.
+/// The lock (and `.stages/`) are created before the first stage, so a run killed early
+/// still owns the directory.
 fn refuse_foreign_files(cfg: &LoadedConfig, run: &RunDir, force: bool) -> Result<()> {
-    let stages_dir = run.root().join(".stages");
-    if !force && !stages_dir.is_dir() {
-        let ours = provenance::config_text(cfg)?;
-        let foreign: Vec<String> = run_files(cfg)
-            .into_iter()
-            .filter(|name| {
-                let path = run.file(name);
-                path.exists()
-                    && !(name == provenance::CONFIG_SNAPSHOT
-                        && std::fs::read_to_string(&path).ok().as_deref() == Some(ours.as_str()))
-            })
-            .collect();
-        if !foreign.is_empty() {
-            return Err(anyhow!(
-                "run directory {} already holds {} that no run wrote there (it has no .stages/): {}; \
-                 pass --force to replace them, or choose another run_dir",
-                run.root().display(),
-                if foreign.len() == 1 {
-                    "a file"
-                } else {
-                    "files"
-                },
-                foreign.join(", ")
-            ));
-        }
-    }
-    std::fs::create_dir_all(&stages_dir)
-        .with_context(|| format!("cannot create {}", stages_dir.display()))?;
+    let ours = provenance::config_text(cfg)?;
+    model::run_dir::refuse_foreign_files(run.root(), &run_files(cfg), force, |name, path| {
+        name == provenance::CONFIG_SNAPSHOT
+            && std::fs::read_to_string(path).ok().as_deref() == Some(ours.as_str())
+    })?;
     Ok(())
 }
 

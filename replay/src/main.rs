@@ -17,6 +17,10 @@ struct Cli {
     /// Threads of the search's pool (results do not depend on it).
     #[arg(long, value_parser = model::threads::parse_thread_count)]
     threads: Option<usize>,
+    /// Replace files the replay writes (its frames, `replay.json`, `replay.run.json`) in a
+    /// directory no command of this toolkit has written to.
+    #[arg(long)]
+    force: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -74,6 +78,8 @@ fn run(cli: Cli) -> Result<()> {
                 .config
                 .context("missing --config pipeline.yaml (or a subcommand)")?;
             let cfg = model::load_config(&config)?;
+            let written = model::stage::written_files(&replay::ReplayStage, &cfg);
+            model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, cli.force, |_, _| false)?;
             let opts = replay::ReplayOptions {
                 threads: cli.threads,
             };
@@ -108,7 +114,14 @@ fn main() -> ExitCode {
                 "{}",
                 model::error_chain::render_error_chain(&*e, model::error_chain::CauseLayout::Block)
             );
-            ExitCode::FAILURE
+            // A refused config or run directory is exit 2, any other failure exit 1.
+            let refused = e.downcast_ref::<model::ConfigError>().is_some()
+                || e.downcast_ref::<model::run_dir::ForeignFiles>().is_some()
+                || matches!(
+                    e.downcast_ref::<replay::ReplayError>(),
+                    Some(replay::ReplayError::Config(_))
+                );
+            ExitCode::from(if refused { 2 } else { 1 })
         }
     }
 }

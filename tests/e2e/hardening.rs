@@ -234,6 +234,7 @@ fn secrets_never_leak_through_the_whole_chain() {
             parallel: 2,
             retries: 1,
             request_timeout_s: 30,
+            ..Default::default()
         },
         run_dir: "run-secrets".into(),
     };

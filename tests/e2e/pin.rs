@@ -254,7 +254,7 @@ fn an_unreachable_endpoint_fails_clearly_within_the_retry_budget() {
     insta::assert_snapshot!(texts.join("\n"), @r"
     closed hf: error: <closed>: no answer from the Hub after 2 attempt(s): error sending request: client error (Connect): tcp connect error: Connection refused (os error 111); check the endpoint and the network
     closed gcs: error: <closed>: no answer from GCS after 2 attempt(s): error sending request: client error (Connect): tcp connect error: Connection refused (os error 111); check the endpoint and the network
-    silent hf: error: <silent>: no answer from the Hub after 2 attempt(s): error sending request: operation timed out; check the endpoint and the network
+    silent hf: error: <silent>: no answer from the Hub after 1 attempt(s): it accepted the connection but did not answer within the timeout (not retried); check the endpoint and the network
     silent gcs: error: <silent>: no answer from GCS after 2 attempt(s): error sending request: operation timed out; check the endpoint and the network
     ");
 }

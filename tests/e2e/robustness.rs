@@ -226,7 +226,7 @@ fn user_files_are_not_replaced_without_force() {
     };
     let out = run(&[]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
         err.contains("already holds files that no run wrote there")
             && err.contains("report.md, pipeline.yaml")
@@ -330,5 +330,71 @@ fn a_rerun_after_ingest_alone_refreshes_every_stage_that_reads_the_ledger() {
         verified.differences.is_empty(),
         "{:?}",
         verified.differences
+    );
+}
+
+/// Item 5 for the stage binaries: `ingest`, `audit` and `replay` run alone do not replace a
+/// file they would write in a directory no command of this toolkit has written to (exit 2,
+/// naming it, the file intact); `--force` does, and once a command has written there (its
+/// `.lock` marks the directory) the others go ahead.
+#[test]
+fn stage_binaries_do_not_replace_files_they_did_not_write() {
+    let d = tempfile::tempdir().unwrap();
+    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let text = std::fs::read_to_string(d.path().join("pipeline.yaml")).unwrap();
+    std::fs::write(
+        d.path().join("other.yaml"),
+        text.replace("run_dir: run", "run_dir: mine"),
+    )
+    .unwrap();
+    let mine = d.path().join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    let planted = [
+        ("ingest", "ledger.parquet"),
+        ("audit", "audit.json"),
+        ("replay", "replay.run.json"),
+    ];
+    for (_, file) in planted {
+        std::fs::write(mine.join(file), "a user's file\n").unwrap();
+    }
+    let stage = |name: &str, extra: &[&str]| {
+        Command::new(common::bin(name))
+            .arg("--config")
+            .arg(d.path().join("other.yaml"))
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    for (name, file) in planted {
+        let out = stage(name, &[]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("no run wrote there") && err.contains(file) && err.contains("--force"),
+            "{name}: {err}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(mine.join(file)).unwrap(),
+            "a user's file\n",
+            "{name} replaced {file}"
+        );
+    }
+    assert!(!mine.join(".lock").exists(), "a refusal writes nothing");
+    let out = stage("ingest", &["--force"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(mine.join(".lock").exists());
+    let out = stage("audit", &[]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_ne!(
+        std::fs::read_to_string(mine.join("audit.json")).unwrap(),
+        "a user's file\n"
     );
 }

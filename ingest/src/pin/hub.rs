@@ -141,6 +141,14 @@ async fn api_get(
                 attempts,
                 detail,
             },
+            FetchError::TimedOut { attempts, .. } => PinError::Unreachable {
+                endpoint: source.settings().endpoint.clone(),
+                service: "the Hub",
+                attempts,
+                detail:
+                    "it accepted the connection but did not answer within the timeout (not retried)"
+                        .into(),
+            },
             other => PinError::Hub(other),
         })
 }

@@ -88,6 +88,14 @@ pub struct GcsClients {
 }
 
 impl GcsClients {
+    /// The endpoint the clients talk to, for errors: the emulator's URL or the real service.
+    pub fn endpoint_label(&self) -> &str {
+        self.settings
+            .endpoint
+            .as_deref()
+            .unwrap_or("https://storage.googleapis.com")
+    }
+
     /// Prepare; no request is made. `connect_timeout` bounds connecting to the endpoint,
     /// `read_timeout` each wait for the next bytes of an answer.
     pub fn new(
@@ -123,7 +131,9 @@ impl GcsClients {
                 base: 2.0,
             },
             max_retries: settings.retries as usize,
-            retry_timeout: Duration::from_secs(180),
+            // Faults are retried only within one read timeout of the first attempt: an
+            // endpoint that accepts and never answers fails after about `read_timeout`.
+            retry_timeout: read_timeout,
         };
         let mut client = ClientOptions::new()
             .with_timeout(settings.request_timeout)
@@ -185,12 +195,31 @@ pub fn gcs_uri(archive: &ArchiveSpec) -> Option<String> {
 }
 
 impl GcsSource {
-    /// Build clients for the given buckets. No request is made.
+    /// Build clients for the given buckets with the default timeouts (connect 30 s, read
+    /// 120 s). No request is made.
     pub fn new<'b>(
         buckets: impl IntoIterator<Item = &'b str>,
         settings: GcsSettings,
     ) -> Result<GcsSource, IngestError> {
-        let clients = GcsClients::new(settings, Duration::from_secs(30), Duration::from_secs(120))
+        GcsSource::with_timeouts(
+            buckets,
+            settings,
+            Duration::from_secs(30),
+            Duration::from_secs(120),
+        )
+    }
+
+    /// Build clients for the given buckets: `connect_timeout` bounds connecting to the
+    /// endpoint, `read_timeout` each wait for the next bytes of an answer (and the time over
+    /// which faults are retried, so a timed-out request is not tried again). No request is
+    /// made.
+    pub fn with_timeouts<'b>(
+        buckets: impl IntoIterator<Item = &'b str>,
+        settings: GcsSettings,
+        connect_timeout: Duration,
+        read_timeout: Duration,
+    ) -> Result<GcsSource, IngestError> {
+        let clients = GcsClients::new(settings, connect_timeout, read_timeout)
             .map_err(IngestError::Config)?;
         let mut stores = BTreeMap::new();
         for bucket in buckets {
@@ -266,7 +295,7 @@ impl ArchiveSource for GcsSource {
                     Err(e) => {
                         return Err(FetchError::Gcs {
                             uri,
-                            detail: e.to_string(),
+                            detail: format!("{e} (endpoint {})", self.clients.endpoint_label()),
                         });
                     }
                 };

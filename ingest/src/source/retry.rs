@@ -76,6 +76,15 @@ pub(crate) async fn send_with_retries(
                 }
                 return Ok(resp);
             }
+            // A timeout is final: an endpoint that accepts and never answers would make
+            // every retry wait as long again.
+            Err(e) if e.is_timeout() => {
+                return Err(FetchError::TimedOut {
+                    uri: uri.to_string(),
+                    endpoint: e.url().map(origin).unwrap_or_else(|| "?".into()),
+                    attempts,
+                });
+            }
             Err(e) if is_transient(&e) && can_retry => {
                 info.retries += 1;
                 tracing::debug!(%uri, error = %e, "transport error; retrying");
@@ -114,5 +123,10 @@ pub(crate) fn error_chain(e: &reqwest::Error) -> String {
 }
 
 fn is_transient(e: &reqwest::Error) -> bool {
-    e.is_connect() || e.is_timeout() || e.is_request() || e.is_body() || e.is_decode()
+    e.is_connect() || e.is_request() || e.is_body() || e.is_decode()
+}
+
+/// `scheme://host:port` of a URL: the endpoint, without a path or a (signed) query.
+pub(crate) fn origin(url: &reqwest::Url) -> String {
+    url.origin().ascii_serialization()
 }

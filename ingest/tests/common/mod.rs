@@ -63,6 +63,7 @@ impl Corpus {
                 parallel: 3,
                 retries: 3,
                 request_timeout_s: 60,
+                ..Default::default()
             },
             run_dir: format!("run-{name}"),
         };

@@ -1,0 +1,116 @@
+//! Issue 16, item 2: an endpoint that accepts connections and never answers ends the fetch
+//! after about `ingest.read_timeout_s` (not retried), with an error naming the endpoint, for
+//! GCS and for the Hub alike. Without the bound, each would wait the whole-request timeout
+//! (an hour by default) per retry.
+
+mod common;
+
+use common::*;
+use model::config::{IngestConfig, LocationKind};
+use std::net::TcpListener;
+use std::time::{Duration, Instant};
+use testkit::{SourcesSpec, write_pipeline};
+
+/// A loopback listener that accepts every connection and never writes a byte (the
+/// connections stay open as long as the listener thread runs).
+fn silent_endpoint() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn fetch_from_silent(kind: LocationKind) -> (String, String, Duration) {
+    let c = small_corpus();
+    let endpoint = silent_endpoint();
+    let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
+    let rows: Vec<_> = c
+        .rows()
+        .into_iter()
+        .take(1)
+        .map(|mut r| {
+            r.file_path = None;
+            match kind {
+                LocationKind::Gcs => {
+                    r.gcs_bucket = Some(BUCKET.into());
+                    r.gcs_object = Some(format!("archives/{}", r.archive_id));
+                    r.gcs_generation = Some(1);
+                }
+                _ => {
+                    r.hf_repo = Some("agentrace/demo".into());
+                    r.hf_revision = Some(rev.clone());
+                    r.hf_shard = Some("raw/shard-000.tar".into());
+                    r.hf_member = Some(format!("{}.tar.gz", r.archive_id));
+                }
+            }
+            r
+        })
+        .collect();
+    let (gcs, hf) = match kind {
+        LocationKind::Gcs => (Some(endpoint.clone()), None),
+        _ => (None, Some(endpoint.clone())),
+    };
+    let spec = SourcesSpec {
+        locations: vec![kind],
+        gcs_endpoint: gcs,
+        hf_endpoint: hf,
+        ingest: IngestConfig {
+            retries: 3,
+            connect_timeout_s: 2,
+            read_timeout_s: 2,
+            ..Default::default()
+        },
+        run_dir: "run-silent".into(),
+    };
+    let p = write_pipeline(
+        &c.root().join("pipeline.yaml"),
+        c.root(),
+        "silent",
+        &rows,
+        &spec,
+    )
+    .unwrap();
+    let cfg = model::load_config(&p).unwrap();
+    let started = Instant::now();
+    let err = ingest::run(&cfg, &opts()).unwrap_err();
+    let took = started.elapsed();
+    let tmp = cfg.run_dir.join("store/tmp");
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "left in {}: {left:?}", tmp.display());
+    let report = failed_report(Err(err));
+    let detail = report
+        .failures
+        .iter()
+        .map(|f| f.to_string())
+        .collect::<Vec<_>>()
+        .join("\n");
+    (endpoint, detail, took)
+}
+
+#[test]
+fn a_silent_gcs_endpoint_fails_after_the_read_timeout_naming_it() {
+    let (endpoint, detail, took) = fetch_from_silent(LocationKind::Gcs);
+    assert!(detail.contains(&endpoint), "{detail}");
+    // Two seconds of read timeout, not retried: far below the retries' worth (4 x 2 s) and
+    // the hour of the whole-request bound.
+    assert!(took < Duration::from_secs(7), "{took:?}: {detail}");
+}
+
+#[test]
+fn a_silent_hub_endpoint_fails_after_the_read_timeout_naming_it() {
+    let (endpoint, detail, took) = fetch_from_silent(LocationKind::Hf);
+    assert!(
+        detail.contains(&format!(
+            "no answer from {endpoint} within the read timeout"
+        )),
+        "{detail}"
+    );
+    assert!(took < Duration::from_secs(7), "{took:?}: {detail}");
+}
