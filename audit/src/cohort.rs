@@ -141,6 +141,27 @@ pub struct WorkloadAudit {
     pub pass: bool,
 }
 
+/// A difference per key whose count differs between `expected` (complete) and `found`:
+/// `{w}: excluded {reason}: found {n}, expected {m}`.
+fn compare_by_key(
+    differences: &mut Vec<String>,
+    w: WorkloadId,
+    what: &str,
+    expected: &BTreeMap<String, u64>,
+    found: &BTreeMap<String, u64>,
+) {
+    let keys: std::collections::BTreeSet<&String> = expected.keys().chain(found.keys()).collect();
+    for k in keys {
+        let (e, f) = (
+            expected.get(k).copied().unwrap_or(0),
+            found.get(k).copied().unwrap_or(0),
+        );
+        if e != f {
+            differences.push(format!("{w}: {what} {k}: found {f}, expected {e}"));
+        }
+    }
+}
+
 /// Summarize one workload and compare it with its expectations.
 pub fn summarize(
     w: WorkloadId,
@@ -148,7 +169,7 @@ pub fn summarize(
     expected: Option<Expectations>,
 ) -> WorkloadAudit {
     let mut s = WorkloadAudit {
-        expected,
+        expected: expected.clone(),
         ..Default::default()
     };
     for r in ClipReason::ALL {
@@ -183,7 +204,7 @@ pub fn summarize(
             Some(_) => s.excluded += 1,
         }
     }
-    if let Some(e) = expected {
+    if let Some(e) = &expected {
         if s.audited != e.audited {
             s.differences.push(format!(
                 "{w}: audited {} attempts, expected {}",
@@ -203,6 +224,27 @@ pub fn summarize(
                 "{w}: found {} pilot attempts, expected {p}",
                 s.pilot
             ));
+        }
+        if let Some(expected) = &e.excluded {
+            // Census exclusions only: the pilot's `superseded_by_census` is `pilot`'s.
+            let found: BTreeMap<String, u64> = s
+                .excluded_by_reason
+                .iter()
+                .filter(|(r, _)| r.as_str() != ExclusionReason::SupersededByCensus.as_str())
+                .map(|(r, n)| (r.clone(), *n))
+                .collect();
+            let expected: BTreeMap<String, u64> = expected
+                .iter()
+                .map(|(r, n)| (r.as_str().to_string(), *n))
+                .collect();
+            compare_by_key(&mut s.differences, w, "excluded", &expected, &found);
+        }
+        if let Some(expected) = &e.flagged {
+            let mut found: BTreeMap<String, u64> = BTreeMap::new();
+            for kind in s.flagged.values() {
+                *found.entry(kind.clone()).or_default() += 1;
+            }
+            compare_by_key(&mut s.differences, w, "flagged", &expected, &found);
         }
     }
     s.pass = s.differences.is_empty();

@@ -118,7 +118,7 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
     for (w, wc) in cfg.config.workloads.iter() {
         workloads.insert(
             w.as_str().to_string(),
-            cohort::summarize(w, &attempts, Some(wc.expect)),
+            cohort::summarize(w, &attempts, Some(wc.expect.clone())),
         );
     }
     let differences: Vec<String> = workloads

@@ -366,6 +366,22 @@ workloads:\n",
             WorkloadId::Tmax => String::new(),
             WorkloadId::Deepswe => format!(", pilot: {}", e.pilot),
         };
+        // The cohort by reason, complete: every census exclusion reason and flag kind.
+        let excluded: Vec<String> = e
+            .excluded
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(r, n)| format!("{r}: {n}"))
+            .collect();
+        let flagged = if e.flagged.is_empty() {
+            String::new()
+        } else {
+            format!("llm_query_error: {}", e.flagged.len())
+        };
+        let pilot = format!(
+            "{pilot}, excluded: {{ {} }}, flagged: {{ {flagged} }}",
+            excluded.join(", ")
+        );
         let c = knobs.of(w).caps.resolve(w);
         y.push_str(&format!(
             "\x20 {w}:\n\

@@ -206,7 +206,7 @@ impl Layout {
 }
 
 /// Expected cohort counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Expectations {
     /// Attempts audited (census only; pilot attempts are not counted).
@@ -214,8 +214,16 @@ pub struct Expectations {
     /// Attempts in the cohort.
     pub included: u64,
     /// Pilot attempts superseded by the census (deepswe).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pilot: Option<u64>,
+    /// Census exclusions by reason (pilot attempts are counted by `pilot`). When given, the
+    /// list is complete: a reason found but not listed is a difference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub excluded: Option<std::collections::BTreeMap<crate::ExclusionReason, u64>>,
+    /// Included attempts kept but flagged, by kind (`llm_query_error`). When given, the
+    /// list is complete: a kind found but not listed is a difference.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flagged: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 /// Replay capacity of a workload.

@@ -367,7 +367,9 @@ impl fmt::Display for ClipReason {
 }
 
 /// Why an attempt is not in its workload's cohort.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ExclusionReason {
     /// tmax: the trial raised an exception (wrong answers are not excluded).
