@@ -244,7 +244,7 @@ pub fn summarize(
             for kind in s.flagged.values() {
                 *found.entry(kind.clone()).or_default() += 1;
             }
-            compare_by_key(&mut s.differences, w, "flagged", &expected, &found);
+            compare_by_key(&mut s.differences, w, "flagged", expected, &found);
         }
     }
     s.pass = s.differences.is_empty();
