@@ -273,7 +273,7 @@ fn rederive_outputs(
     };
     audit::run(&cfg, &audit::AuditOptions::default()).context("re-deriving the audit")?;
     replay::run(&cfg, &replay::ReplayOptions::default()).context("re-deriving the replay")?;
-    crate::report::write_report(&cfg).context("re-deriving the report")?;
+    report::write_report(&cfg).context("re-deriving the report")?;
     for o in prov
         .outputs
         .iter()

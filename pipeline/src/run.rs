@@ -277,7 +277,7 @@ fn run_stage(stage: &str, cfg: &LoadedConfig, opts: &RunOptions) -> Result<Strin
             Ok(parts.join("; "))
         }
         "report" => {
-            let r = crate::report::write_report(cfg)?;
+            let r = report::write_report(cfg).context("report failed")?;
             Ok(format!("wrote {}", r.display()))
         }
         other => Err(anyhow!("unknown stage {other}")),
@@ -355,6 +355,6 @@ pub fn summary_table(s: &RunSummary) -> Result<String> {
             );
         }
     }
-    let _ = writeln!(out, "\nreport: {}", run.file("report.html").display());
+    let _ = writeln!(out, "\nreport: {}", run.file(report::REPORT_HTML).display());
     Ok(out)
 }

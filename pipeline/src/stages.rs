@@ -47,7 +47,7 @@ pub fn stage_files(stage: &str) -> Vec<&'static str> {
             "search_trace.parquet",
             "pareto.parquet",
         ],
-        "report" => vec!["report.md", "report.html"],
+        "report" => report::OUTPUTS.to_vec(),
         _ => vec![],
     }
 }
