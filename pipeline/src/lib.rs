@@ -1,11 +1,10 @@
 //! The `pipeline` binary's library: argument model, stage orchestration, provenance,
-//! verification, the report, the demo command and `pin`.
+//! verification, the demo command and `pin` (the report itself is the `report` crate).
 
 pub mod cli;
 pub mod pin;
 pub mod provenance;
 pub mod reference;
-pub mod report;
 pub mod run;
 pub mod schemas;
 pub mod stages;

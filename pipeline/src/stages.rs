@@ -5,7 +5,7 @@
 use anyhow::{Context, Result};
 use model::LoadedConfig;
 use model::run_dir::RunDir;
-use model::stage::{Stage, StageContext, StageError, StageInput};
+use model::stage::{Stage, StageInput};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
@@ -18,45 +18,12 @@ pub static STAGES: [&dyn Stage; 4] = [
     &ingest::IngestStage,
     &audit::AuditStage,
     &replay::ReplayStage,
-    &ReportStage,
+    &report::ReportStage,
 ];
 
 /// The stage's names, in order.
 pub fn stage_names() -> Vec<&'static str> {
     STAGES.iter().map(|s| s.name()).collect()
-}
-
-/// The report stage: `report.md` and `report.html` from the run directory's outputs.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ReportStage;
-
-impl Stage for ReportStage {
-    fn name(&self) -> &'static str {
-        "report"
-    }
-    fn about(&self) -> &'static str {
-        "report.html / report.md with the figures, charts and the model's assumptions"
-    }
-    fn inputs(&self, cfg: &LoadedConfig) -> Vec<StageInput> {
-        std::iter::once(ingest::LEDGER_FILE.to_string())
-            .chain(audit::output::audit_outputs())
-            .chain(replay::ReplayStage.outputs(cfg))
-            .map(StageInput::File)
-            .collect()
-    }
-    fn outputs(&self, _cfg: &LoadedConfig) -> Vec<String> {
-        vec!["report.md".into(), "report.html".into()]
-    }
-    fn run(&self, cfg: &LoadedConfig, _ctx: &StageContext) -> Result<String, StageError> {
-        let r = crate::report::write_report(cfg).map_err(|e| {
-            StageError::new(
-                "report",
-                model::stage::FailureKind::Failed,
-                std::io::Error::other(format!("{e:#}")),
-            )
-        })?;
-        Ok(format!("wrote {}", r.display()))
-    }
 }
 
 /// What a stage recorded the last time it completed.

@@ -144,6 +144,11 @@ fn report_renders_with_charts_and_figures() {
     let dom = String::from_utf8_lossy(&dom.stdout);
     let svgs = dom.matches("<svg").count();
     assert_eq!(svgs, 12, "two workloads x six charts");
+    // Six tables (ledger, cohort, excluded, clipping, resource-hours, selected schedules),
+    // each with its header row of `<th>` cells, and a stylesheet for print too.
+    assert_eq!(dom.matches("<table>").count(), 6, "tables");
+    assert_eq!(dom.matches("<thead><tr><th").count(), 6, "table headers");
+    assert!(html.contains("@media print"), "no print stylesheet");
     for t in [
         "Gantt of the FIFO schedule",
         "Gantt of the best-GPU schedule",
