@@ -86,12 +86,27 @@ fn verify_names_the_changed_file() {
             .map(|e| e.unwrap().path())
             .next()
             .unwrap();
-        vec![
-            run_dir.join("attempts.parquet"),
-            run_dir.join("joint_schedules.csv"),
-            run_dir.join("report.html"),
-            store,
-        ]
+        // Every declared output of every stage (the registry's list) is covered.
+        let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
+        let mut files: Vec<PathBuf> = pipeline::stages::STAGES
+            .iter()
+            .flat_map(|s| s.outputs(&cfg))
+            .filter(|o| !o.starts_with("store/"))
+            .map(|o| run_dir.join(o))
+            .collect();
+        for named in [
+            "replay.json",
+            "pareto.parquet",
+            "audit.json",
+            "ledger.parquet",
+        ] {
+            assert!(
+                files.contains(&run_dir.join(named)),
+                "{named} is not hashed"
+            );
+        }
+        files.push(store);
+        files
     };
     for t in targets {
         let keep = std::fs::read(&t).unwrap();

@@ -120,12 +120,13 @@ fn a_run_directory_is_written_by_one_process_at_a_time() {
         "pid 31337: pipeline run since 2026-12-01T00:00:00Z\n",
     )
     .unwrap();
-    // `-o`: the lock is held by `flock` itself, not inherited by its `sleep`, so killing
+    // `-o`: the lock is held by `flock` itself, not inherited by its `sleep` (long enough
+    // for a loaded machine; the holder is killed below), so killing
     // `flock` releases it (the kernel's doing, as for a killed `pipeline run`).
     let mut holder = Command::new("flock")
         .arg("-o")
         .arg(&lock)
-        .args(["sleep", "120"])
+        .args(["sleep", "900"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
