@@ -137,6 +137,6 @@ fn default_small_corpus_is_pinned() {
     let yaml = std::fs::read(d.path().join("pipeline.yaml")).unwrap();
     assert_eq!(
         hex::encode(Sha256::digest(&yaml)),
-        "2275070424ba4b7b92a0ebc93f9486bce3d5e52bf559598547322da5e76f1627"
+        "c5583d046987493567e2099f08772e3e723e7afe09bbc2b145f31b6e18249e20"
     );
 }
