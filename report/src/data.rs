@@ -2,8 +2,12 @@
 //! optional ledger and Pareto front) and the rows and series the sections and charts show.
 
 use crate::ReportError;
+use audit::schema::{ATTEMPT_BLOBS, BLOBS, EXCLUSIONS, REQUESTS};
+use frames::schema::FrameSpec;
+use ingest::ledger::LEDGER;
 use model::run_dir::{FRAME_SCHEMA_VERSION, RunDir};
 use polars::prelude::DataFrame;
+use replay::schemas::{BOUNDS, PARETO, SCHEDULES, SEARCH_TRACE};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -14,17 +18,18 @@ pub(crate) struct Frame {
 }
 
 impl Frame {
-    /// Read `NAME.parquet`, checking the frame's name and schema version.
-    fn read(run: &RunDir, name: &str) -> Result<Self, ReportError> {
-        let path = run.file(&format!("{name}.parquet"));
-        let df = frames::read_frame(&path, name, FRAME_SCHEMA_VERSION)?;
+    /// Read `NAME.parquet` under its producer's declaration: the frame's name, schema
+    /// version, columns and types (`frames::read_declared`).
+    fn read(run: &RunDir, spec: &FrameSpec) -> Result<Self, ReportError> {
+        let path = run.file(&format!("{}.parquet", spec.name));
+        let df = frames::read_declared(&path, spec, FRAME_SCHEMA_VERSION)?;
         Ok(Self { path, df })
     }
 
     /// Like [`Frame::read`], but `None` when the file does not exist.
-    fn read_optional(run: &RunDir, name: &str) -> Result<Option<Self>, ReportError> {
-        if run.file(&format!("{name}.parquet")).exists() {
-            Self::read(run, name).map(Some)
+    fn read_optional(run: &RunDir, spec: &FrameSpec) -> Result<Option<Self>, ReportError> {
+        if run.file(&format!("{}.parquet", spec.name)).exists() {
+            Self::read(run, spec).map(Some)
         } else {
             Ok(None)
         }
@@ -52,15 +57,6 @@ impl Frame {
     /// u64 values.
     pub(crate) fn u64s(&self, c: &str) -> Result<Vec<Option<u64>>, ReportError> {
         Ok(frames::u64_values(&self.df, &self.path, c)?)
-    }
-
-    /// f64 values of a column that older runs lack: all `None` then.
-    fn f64s_if_present(&self, c: &str) -> Result<Vec<Option<f64>>, ReportError> {
-        if self.df.column(c).is_ok() {
-            self.f64s(c)
-        } else {
-            Ok(vec![None; self.df.height()])
-        }
     }
 }
 
@@ -140,16 +136,16 @@ pub(crate) struct RunData {
 /// the Pareto front in runs written before it existed; a file that is there must be readable.
 pub(crate) fn load(run: &RunDir) -> Result<RunData, ReportError> {
     Ok(RunData {
-        ledger: Frame::read_optional(run, "ledger")?,
+        ledger: Frame::read_optional(run, &LEDGER)?,
         audit: audit::output::read_audit_json(&run.file(audit::output::AUDIT_JSON_FILE))?,
-        exclusions: Frame::read(run, "exclusions")?,
-        bounds: Frame::read(run, "bounds")?,
-        schedules: Frame::read(run, "schedules")?,
-        trace: Frame::read(run, "search_trace")?,
-        requests: Frame::read(run, "requests")?,
-        blobs: Frame::read(run, "blobs")?,
-        attempt_blobs: Frame::read(run, "attempt_blobs")?,
-        pareto: Frame::read_optional(run, "pareto")?,
+        exclusions: Frame::read(run, &EXCLUSIONS)?,
+        bounds: Frame::read(run, &BOUNDS)?,
+        schedules: Frame::read(run, &SCHEDULES)?,
+        trace: Frame::read(run, &SEARCH_TRACE)?,
+        requests: Frame::read(run, &REQUESTS)?,
+        blobs: Frame::read(run, &BLOBS)?,
+        attempt_blobs: Frame::read(run, &ATTEMPT_BLOBS)?,
+        pareto: Frame::read_optional(run, &PARETO)?,
         joint: Table::read(&run.file("joint_schedules.csv"))?,
     })
 }
@@ -222,9 +218,9 @@ impl RunData {
         let Some(l) = &self.ledger else {
             return Ok(None);
         };
-        let ids = l.strs("archive_id")?;
-        let kinds = l.strs("location_kind")?;
-        let verdicts = l.strs("verdict")?;
+        let ids = l.strs(const { LEDGER.column("archive_id") })?;
+        let kinds = l.strs(const { LEDGER.column("location_kind") })?;
+        let verdicts = l.strs(const { LEDGER.column("verdict") })?;
         let mut by_verdict = BTreeMap::new();
         for (k, v) in kinds.into_iter().zip(verdicts) {
             *by_verdict.entry((k, v)).or_default() += 1;
@@ -240,10 +236,10 @@ impl RunData {
     pub(crate) fn exclusions(&self) -> Result<Vec<Exclusion>, ReportError> {
         let e = &self.exclusions;
         let (w, a, r, d) = (
-            e.strs("workload")?,
-            e.strs("attempt_id")?,
-            e.strs("reason")?,
-            e.strs("detail")?,
+            e.strs(const { EXCLUSIONS.column("workload") })?,
+            e.strs(const { EXCLUSIONS.column("attempt_id") })?,
+            e.strs(const { EXCLUSIONS.column("reason") })?,
+            e.strs(const { EXCLUSIONS.column("detail") })?,
         );
         Ok(w.into_iter()
             .zip(a)
@@ -261,18 +257,18 @@ impl RunData {
     /// Every row of `bounds.parquet`, in the frame's order.
     pub(crate) fn bounds(&self) -> Result<Vec<BoundRow>, ReportError> {
         let b = &self.bounds;
-        let workload = b.strs("workload")?;
-        let resource = b.strs("resource")?;
-        let fh = b.f64s("fifo_holding_h")?;
-        let fi = b.f64s("fifo_ideal_h")?;
-        let sb = b.f64s_if_present("seed_profile_best_h")?;
-        let bf = b.f64s("best_found_h")?;
-        let lb = b.f64s("lower_bound_h")?;
-        let gp = b.f64s("gap_pct")?;
-        let vb = b.f64s("best_bound_h")?;
-        let cg = b.f64s("certified_gap_pct")?;
-        let lp = b.f64s("lp_bound_h")?;
-        let ls = b.opt_strs("lp_status")?;
+        let workload = b.strs(const { BOUNDS.column("workload") })?;
+        let resource = b.strs(const { BOUNDS.column("resource") })?;
+        let fh = b.f64s(const { BOUNDS.column("fifo_holding_h") })?;
+        let fi = b.f64s(const { BOUNDS.column("fifo_ideal_h") })?;
+        let sb = b.f64s(const { BOUNDS.column("seed_profile_best_h") })?;
+        let bf = b.f64s(const { BOUNDS.column("best_found_h") })?;
+        let lb = b.f64s(const { BOUNDS.column("lower_bound_h") })?;
+        let gp = b.f64s(const { BOUNDS.column("gap_pct") })?;
+        let vb = b.f64s(const { BOUNDS.column("best_bound_h") })?;
+        let cg = b.f64s(const { BOUNDS.column("certified_gap_pct") })?;
+        let lp = b.f64s(const { BOUNDS.column("lp_bound_h") })?;
+        let ls = b.opt_strs(const { BOUNDS.column("lp_status") })?;
         Ok((0..workload.len())
             .map(|i| BoundRow {
                 workload: workload[i].clone(),
@@ -293,7 +289,7 @@ impl RunData {
 
     /// The workloads the charts show: those of `bounds.parquet`, in its order.
     pub(crate) fn chart_workloads(&self) -> Result<Vec<String>, ReportError> {
-        let mut w = self.bounds.strs("workload")?;
+        let mut w = self.bounds.strs(const { BOUNDS.column("workload") })?;
         w.dedup();
         Ok(w)
     }
@@ -305,11 +301,11 @@ impl RunData {
         schedule: &str,
     ) -> Result<(Times, Times), ReportError> {
         let f = &self.schedules;
-        let w = f.strs("workload")?;
-        let s = f.strs("schedule")?;
-        let a = f.strs("attempt_id")?;
-        let st = f.f64s("start_s")?;
-        let en = f.f64s("end_s")?;
+        let w = f.strs(const { SCHEDULES.column("workload") })?;
+        let s = f.strs(const { SCHEDULES.column("schedule") })?;
+        let a = f.strs(const { SCHEDULES.column("attempt_id") })?;
+        let st = f.f64s(const { SCHEDULES.column("start_s") })?;
+        let en = f.f64s(const { SCHEDULES.column("end_s") })?;
         let mut starts = BTreeMap::new();
         let mut ends = BTreeMap::new();
         for i in 0..w.len() {
@@ -328,10 +324,10 @@ impl RunData {
         starts: &Times,
     ) -> Result<Vec<(f64, f64)>, ReportError> {
         let f = &self.requests;
-        let w = f.strs("workload")?;
-        let a = f.strs("attempt_id")?;
-        let s = f.f64s("start_offset_s")?;
-        let e = f.f64s("end_offset_s")?;
+        let w = f.strs(const { REQUESTS.column("workload") })?;
+        let a = f.strs(const { REQUESTS.column("attempt_id") })?;
+        let s = f.f64s(const { REQUESTS.column("start_offset_s") })?;
+        let e = f.f64s(const { REQUESTS.column("end_offset_s") })?;
         Ok((0..w.len())
             .filter(|&i| w[i] == workload)
             .filter_map(|i| {
@@ -349,17 +345,17 @@ impl RunData {
         starts: &Times,
         ends: &Times,
     ) -> Result<Vec<BlobSegments>, ReportError> {
-        let digests = self.blobs.strs("digest")?;
-        let gib = self.blobs.f64s("compressed_gib")?;
+        let digests = self.blobs.strs(const { BLOBS.column("digest") })?;
+        let gib = self.blobs.f64s(const { BLOBS.column("compressed_gib") })?;
         let size: BTreeMap<&str, f64> = digests
             .iter()
             .zip(gib.iter())
             .map(|(k, v)| (k.as_str(), v.unwrap_or(0.0)))
             .collect();
         let f = &self.attempt_blobs;
-        let w = f.strs("workload")?;
-        let a = f.strs("attempt_id")?;
-        let g = f.strs("digest")?;
+        let w = f.strs(const { ATTEMPT_BLOBS.column("workload") })?;
+        let a = f.strs(const { ATTEMPT_BLOBS.column("attempt_id") })?;
+        let g = f.strs(const { ATTEMPT_BLOBS.column("digest") })?;
         let mut by_blob: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         for i in 0..w.len() {
             if w[i] != workload {
@@ -393,10 +389,10 @@ impl RunData {
     /// GPU and cache objectives.
     pub(crate) fn convergence(&self, workload: &str) -> Result<Vec<Line>, ReportError> {
         let f = &self.trace;
-        let tw = f.strs("workload")?;
-        let to = f.strs("objective")?;
-        let tc = f.u64s("candidates_evaluated")?;
-        let tb = f.f64s("best_so_far_h")?;
+        let tw = f.strs(const { SEARCH_TRACE.column("workload") })?;
+        let to = f.strs(const { SEARCH_TRACE.column("objective") })?;
+        let tc = f.u64s(const { SEARCH_TRACE.column("candidates_evaluated") })?;
+        let tb = f.f64s(const { SEARCH_TRACE.column("best_so_far_h") })?;
         let mut lines: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
         for i in 0..tw.len() {
             if tw[i] == workload && (to[i] == "gpu" || to[i] == "cache") {
@@ -417,9 +413,9 @@ impl RunData {
         let Some(p) = &self.pareto else {
             return Ok(None);
         };
-        let pw = p.strs("workload")?;
-        let pg = p.f64s("gpu_ideal_h")?;
-        let pc = p.f64s("cache_ideal_h")?;
+        let pw = p.strs(const { PARETO.column("workload") })?;
+        let pg = p.f64s(const { PARETO.column("gpu_ideal_h") })?;
+        let pc = p.f64s(const { PARETO.column("cache_ideal_h") })?;
         Ok(Some(
             (0..pw.len())
                 .filter(|&i| pw[i] == workload)
