@@ -441,3 +441,84 @@ fn verify_refuses_a_provenance_document_of_another_version() {
         "{e}"
     );
 }
+
+/// The exit-code contract of all four binaries (README, docs/ROBUSTNESS.md): a refused
+/// configuration exits 2, a stage that runs and fails exits 1, for each binary alone and
+/// for `pipeline run`, which maps a stage's refusal (an ingest config error) to 2 as well.
+#[test]
+fn the_exit_code_contract_holds_for_every_binary() {
+    let d = tempfile::tempdir().unwrap();
+    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let text = std::fs::read_to_string(d.path().join("pipeline.yaml")).unwrap();
+    std::fs::write(d.path().join("bad.yaml"), format!("{text}bogus_key: 1\n")).unwrap();
+    let hf = text.replace("locations: [file]", "locations: [hf]");
+    assert_ne!(hf, text);
+    std::fs::write(d.path().join("hf.yaml"), hf).unwrap();
+    let code = |bin: &str, args: &[&str], env: Option<(&str, &str)>| {
+        let mut c = Command::new(common::bin(bin));
+        c.args(args).current_dir(d.path());
+        if let Some((k, v)) = env {
+            c.env(k, v);
+        }
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let not_a_url = Some(("HF_ENDPOINT", "not a url"));
+    // (what, binary, arguments, environment, expected exit code)
+    let table: [(&str, &str, &[&str], Option<(&str, &str)>, i32); 10] = [
+        ("unknown key", "ingest", &["--config", "bad.yaml"], None, 2),
+        ("unknown key", "audit", &["--config", "bad.yaml"], None, 2),
+        ("unknown key", "replay", &["--config", "bad.yaml"], None, 2),
+        ("unknown key", "pipeline", &["run", "bad.yaml"], None, 2),
+        (
+            "endpoint not a URL",
+            "ingest",
+            &["--config", "hf.yaml"],
+            not_a_url,
+            2,
+        ),
+        (
+            "endpoint not a URL",
+            "pipeline",
+            &["run", "hf.yaml"],
+            not_a_url,
+            2,
+        ),
+        (
+            "empty store",
+            "audit",
+            &["--config", "pipeline.yaml"],
+            None,
+            1,
+        ),
+        (
+            "no audit frames",
+            "replay",
+            &["--config", "pipeline.yaml"],
+            None,
+            1,
+        ),
+        (
+            "offline, empty store",
+            "ingest",
+            &["--config", "pipeline.yaml", "--offline"],
+            None,
+            1,
+        ),
+        (
+            "offline, empty store",
+            "pipeline",
+            &["run", "pipeline.yaml", "--offline"],
+            None,
+            1,
+        ),
+    ];
+    for (what, bin, args, env, want) in table {
+        let (got, err) = code(bin, args, env);
+        assert_eq!(got, Some(want), "{bin} ({what}): {err}");
+        assert!(err.contains("error: "), "{bin} ({what}) says why: {err}");
+    }
+}
