@@ -468,7 +468,14 @@ fn the_exit_code_contract_holds_for_every_binary() {
     };
     let not_a_url = Some(("HF_ENDPOINT", "not a url"));
     // (what, binary, arguments, environment, expected exit code)
-    let table: [(&str, &str, &[&str], Option<(&str, &str)>, i32); 10] = [
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        &'a [&'a str],
+        Option<(&'a str, &'a str)>,
+        i32,
+    );
+    let table: [Case; 10] = [
         ("unknown key", "ingest", &["--config", "bad.yaml"], None, 2),
         ("unknown key", "audit", &["--config", "bad.yaml"], None, 2),
         ("unknown key", "replay", &["--config", "bad.yaml"], None, 2),
