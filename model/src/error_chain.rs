@@ -32,6 +32,26 @@ pub fn render_error_chain(e: &(dyn Error + 'static), layout: CauseLayout) -> Str
     s
 }
 
+/// Whether an error refused its input before any work (exit 2 in every binary) rather than
+/// failing while working (exit 1): somewhere in its chain there is a refused configuration
+/// ([`crate::ConfigError`]), a run directory the command does not own
+/// ([`crate::run_dir::ForeignFiles`]) or a stage that says it refused
+/// ([`crate::stage::FailureKind::Refused`]).
+pub fn is_refusal(e: &(dyn Error + 'static)) -> bool {
+    let mut cause: Option<&(dyn Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.is::<crate::ConfigError>()
+            || c.is::<crate::run_dir::ForeignFiles>()
+            || c.downcast_ref::<crate::StageError>()
+                .is_some_and(|s| s.kind == crate::stage::FailureKind::Refused)
+        {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

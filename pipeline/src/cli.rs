@@ -161,14 +161,11 @@ pub struct Failure {
 impl<E: Into<anyhow::Error>> From<E> for Failure {
     fn from(e: E) -> Self {
         let error = e.into();
-        let refused = error.downcast_ref::<model::ConfigError>().is_some()
-            || error
-                .downcast_ref::<model::run_dir::ForeignFiles>()
-                .is_some()
-            || error
-                .downcast_ref::<model::StageError>()
-                .is_some_and(|e| e.kind == model::stage::FailureKind::Refused);
-        let code = if refused { EXIT_USAGE } else { EXIT_FAILURE };
+        let code = if model::error_chain::is_refusal(&*error) {
+            EXIT_USAGE
+        } else {
+            EXIT_FAILURE
+        };
         Failure { code, error }
     }
 }

@@ -115,13 +115,11 @@ fn main() -> ExitCode {
                 model::error_chain::render_error_chain(&*e, model::error_chain::CauseLayout::Block)
             );
             // A refused config or run directory is exit 2, any other failure exit 1.
-            let refused = e.downcast_ref::<model::ConfigError>().is_some()
-                || e.downcast_ref::<model::run_dir::ForeignFiles>().is_some()
-                || matches!(
-                    e.downcast_ref::<replay::ReplayError>(),
-                    Some(replay::ReplayError::Config(_))
-                );
-            ExitCode::from(if refused { 2 } else { 1 })
+            ExitCode::from(if model::error_chain::is_refusal(&*e) {
+                2
+            } else {
+                1
+            })
         }
     }
 }

@@ -174,16 +174,18 @@ pub(crate) fn resource_hours(rows: &[BoundRow]) -> String {
 /// The selected schedules of `joint_schedules.csv`: the values that coexist in one schedule,
 /// and the deadline. A cell that should be a number but does not parse is shown as it is.
 pub(crate) fn selected_schedules(joint: &Table) -> Result<String, ReportError> {
+    use replay::schemas::JOINT_SCHEDULES as J;
+    // The shown columns, named through the replay's declaration of the file.
     let cols = [
-        "workload",
-        "schedule",
-        "makespan_s",
-        "deadline_s",
-        "cpu_ideal_h",
-        "ram_ideal_h",
-        "gpu_ideal_h",
-        "cache_ideal_h",
-        "validated",
+        const { J.column("workload") },
+        const { J.column("schedule") },
+        const { J.column("makespan_s") },
+        const { J.column("deadline_s") },
+        const { J.column("cpu_ideal_h") },
+        const { J.column("ram_ideal_h") },
+        const { J.column("gpu_ideal_h") },
+        const { J.column("cache_ideal_h") },
+        const { J.column("validated") },
     ]
     .iter()
     .map(|n| joint.column(n))
@@ -408,19 +410,11 @@ mod tests {
         )]);
         let fl = flagged(&ws);
 
-        let header: Vec<String> = [
-            "workload",
-            "schedule",
-            "makespan_s",
-            "deadline_s",
-            "cpu_ideal_h",
-            "ram_ideal_h",
-            "gpu_ideal_h",
-            "cache_ideal_h",
-            "validated",
-        ]
-        .map(String::from)
-        .to_vec();
+        let header: Vec<String> = replay::schemas::JOINT_SCHEDULES
+            .columns
+            .iter()
+            .map(|c| c.name.to_string())
+            .collect();
         let mut cells_in = vec![String::from("1.0"); 9];
         cells_in[1] = HOSTILE.into();
         cells_in[8] = HOSTILE.into();

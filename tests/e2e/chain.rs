@@ -388,16 +388,9 @@ fn every_output_file_and_json_key_is_documented() {
 #[test]
 fn a_run_writes_exactly_the_files_the_registry_declares() {
     let d = tempfile::tempdir().unwrap();
-    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
-    let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
-    pipeline::run::run_all(
-        &cfg,
-        &pipeline::run::RunOptions {
-            quiet: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let config = demo(d.path());
+    run(&config);
+    let cfg = model::load_config(&config).unwrap();
     let run_dir = d.path().join("run");
     let mut written = Vec::new();
     let mut stack = vec![run_dir.clone()];

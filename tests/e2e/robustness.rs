@@ -43,6 +43,19 @@ fn thread_counts_out_of_range_are_refused_by_every_binary() {
     }
 }
 
+/// The small demo corpus written into `dir` and run once, quietly: its config and the
+/// options it ran with.
+fn run_small_demo(dir: &std::path::Path) -> (model::LoadedConfig, pipeline::run::RunOptions) {
+    demo::generate(dir, demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    let cfg = model::load_config(&dir.join("pipeline.yaml")).unwrap();
+    let opts = pipeline::run::RunOptions {
+        quiet: true,
+        ..Default::default()
+    };
+    pipeline::run::run_all(&cfg, &opts).unwrap();
+    (cfg, opts)
+}
+
 /// A process id that is not running (checked), for planting leftovers of a "killed" run.
 fn dead_pid() -> u32 {
     let pid = 4_194_000;
@@ -56,13 +69,7 @@ fn dead_pid() -> u32 {
 #[test]
 fn leftovers_of_a_killed_run_are_removed_by_the_next_run() {
     let d = tempfile::tempdir().unwrap();
-    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
-    let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
-    let opts = pipeline::run::RunOptions {
-        quiet: true,
-        ..Default::default()
-    };
-    pipeline::run::run_all(&cfg, &opts).unwrap();
+    let (cfg, opts) = run_small_demo(d.path());
     let run_dir = d.path().join("run");
     let ledger = std::fs::read(run_dir.join("ledger.parquet")).unwrap();
     let dead = dead_pid();
@@ -296,13 +303,7 @@ fn user_files_are_not_replaced_without_force() {
 #[test]
 fn a_rerun_after_ingest_alone_refreshes_every_stage_that_reads_the_ledger() {
     let d = tempfile::tempdir().unwrap();
-    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
-    let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
-    let opts = pipeline::run::RunOptions {
-        quiet: true,
-        ..Default::default()
-    };
-    pipeline::run::run_all(&cfg, &opts).unwrap();
+    let (cfg, opts) = run_small_demo(d.path());
     let run_dir = d.path().join("run");
     let ledger_before = std::fs::read(run_dir.join("ledger.parquet")).unwrap();
     ingest::run(&cfg, &ingest::IngestOptions::default()).unwrap();

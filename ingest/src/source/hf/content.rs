@@ -116,26 +116,7 @@ impl HfSource {
                 StatusCode::OK => return Ok(Probe::RangeIgnored(resp)),
                 s => return Err(content_status_error(uri, s)),
             }
-            match content_range(&resp) {
-                Some((a, b, total)) if a == start && b == start + len - 1 => {
-                    if let Some(t) = total
-                        && t != r.shard.size
-                    {
-                        return Err(size_disagreement(uri, t, r.shard.size));
-                    }
-                }
-                other => {
-                    return Err(FetchError::Protocol {
-                        uri: uri.to_string(),
-                        detail: format!(
-                            "asked for bytes {}-{}, the content host answered range {:?}",
-                            start,
-                            start + len - 1,
-                            other.map(|(a, b, _)| (a, b))
-                        ),
-                    });
-                }
-            }
+            check_range(&resp, uri, start, start + len - 1, r.shard.size)?;
             match resp.bytes().await {
                 Ok(b) if b.len() as u64 == len => return Ok(Probe::Header(b.to_vec())),
                 Ok(b) => {
@@ -189,25 +170,7 @@ impl HfSource {
                     s => content_status_error(uri, s),
                 });
             }
-            match content_range(&resp) {
-                Some((a, b, total)) if a == from && b == end - 1 => {
-                    if let Some(t) = total
-                        && t != r.shard.size
-                    {
-                        return Err(size_disagreement(uri, t, r.shard.size));
-                    }
-                }
-                other => {
-                    return Err(FetchError::Protocol {
-                        uri: uri.to_string(),
-                        detail: format!(
-                            "asked for bytes {from}-{}, the content host answered range {:?}",
-                            end - 1,
-                            other.map(|(a, b, _)| (a, b))
-                        ),
-                    });
-                }
-            }
+            check_range(&resp, uri, from, end - 1, r.shard.size)?;
             let mut body = resp.bytes_stream();
             let mut broke = None;
             while let Some(item) = body.next().await {
@@ -389,6 +352,30 @@ async fn short_text(resp: reqwest::Response) -> String {
     let text = String::from_utf8_lossy(&head);
     let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
     line.chars().take(120).collect()
+}
+
+/// A 206 answer must carry exactly the asked-for bytes `first..=last` (its
+/// `Content-Range`), of a file of the size the Hub announced when it says the total.
+fn check_range(
+    resp: &reqwest::Response,
+    uri: &str,
+    first: u64,
+    last: u64,
+    announced: u64,
+) -> Result<(), FetchError> {
+    match content_range(resp) {
+        Some((a, b, total)) if a == first && b == last => match total {
+            Some(t) if t != announced => Err(size_disagreement(uri, t, announced)),
+            _ => Ok(()),
+        },
+        other => Err(FetchError::Protocol {
+            uri: uri.to_string(),
+            detail: format!(
+                "asked for bytes {first}-{last}, the content host answered range {:?}",
+                other.map(|(a, b, _)| (a, b))
+            ),
+        }),
+    }
 }
 
 fn size_disagreement(uri: &str, served: u64, announced: u64) -> FetchError {
