@@ -3,7 +3,7 @@
 //! hours once at the end.
 
 use crate::evaluate::{Evaluation, GridInstance};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Nanoseconds per hour.
 const NS_PER_HOUR: f64 = 3.6e12;
@@ -13,7 +13,8 @@ const NANO_UNIT_NS_PER_HOUR: f64 = 3.6e21;
 const BYTE_NS_PER_GIB_HOUR: f64 = model::GIB * NS_PER_HOUR;
 
 /// The four resources, in hours (core-hours, GiB-hours, GPU-hours, GiB-hours).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ResourceHours {
     /// CPU core-hours.
     pub cpu: f64,

@@ -10,10 +10,11 @@
 
 use crate::evaluate::GridInstance;
 use crate::gpu_bound::PatternBound;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The components of the stronger GPU bound, GPU-hours each (each alone is a valid bound).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GpuBoundParts {
     /// `K'` over all attempts.
     pub k_prime: i64,
@@ -34,7 +35,8 @@ pub struct GpuBoundParts {
 
 /// The components of the stronger cache bound, GiB-hours. Each component is summed over
 /// blobs on its own; `best` sums, per blob, the largest component.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CacheBoundParts {
     /// Machine bounds with `K'_b` (the most users of blob `b` that can run at once).
     pub machine: f64,
@@ -49,7 +51,8 @@ pub struct CacheBoundParts {
 }
 
 /// The stronger bounds of one workload.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StrongBounds {
     /// GPU bound and its components.
     pub gpu: GpuBoundParts,

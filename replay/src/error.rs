@@ -100,6 +100,9 @@ pub enum ReplayError {
         #[source]
         source: std::io::Error,
     },
+    /// A JSON document of the run (`replay.json`) is of another version or malformed.
+    #[error(transparent)]
+    Document(model::run_dir::DocumentError),
     /// The local thread pool could not be built.
     #[error("cannot build a thread pool of {threads} threads")]
     ThreadPool {

@@ -13,13 +13,13 @@ use crate::bounds::k_prime;
 use crate::evaluate::GridInstance;
 use model::config::PatternBoundConfig;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Relative safety margin taken off the bound for floating-point rounding in its sums.
 const SAFETY: f64 = 1e-9;
 
 /// How the pattern bound ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PatternStatus {
     /// Every attempt's partners were swept.
@@ -34,7 +34,7 @@ pub enum PatternStatus {
 }
 
 /// How the attempts are weighted: `w_j` and the capacity the partners of one attempt share.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Weighting {
     /// `w_j = 1`; partners of `i` at once: at most `K' - 1`.
@@ -51,7 +51,8 @@ impl Weighting {
 }
 
 /// The pattern bound of one workload and how it was reached (all counts deterministic).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PatternBound {
     /// How it ended.
     pub status: PatternStatus,

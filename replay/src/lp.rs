@@ -8,10 +8,10 @@
 use crate::bounds::{BlobBoundParts, blob_users};
 use crate::evaluate::GridInstance;
 use model::config::LpBoundsConfig;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How an LP bound ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LpStatus {
     /// Column generation converged: the bound is the LP optimum (up to solver tolerance).
@@ -34,7 +34,8 @@ impl LpStatus {
 }
 
 /// One LP bound and how it was reached.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LpBound {
     /// How it ended.
     pub status: LpStatus,
@@ -66,7 +67,8 @@ impl LpBound {
 }
 
 /// Both LP bounds of a workload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LpBounds {
     /// Configuration LP on the GPU union.
     pub gpu: LpBound,

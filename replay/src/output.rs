@@ -5,10 +5,13 @@
 use crate::error::ReplayError;
 use crate::input::{INPUT_FRAMES, ReplayInput};
 use crate::schemas::{BOUNDS, JOINT_SCHEDULES, PARETO, SCHEDULES, SEARCH_TRACE, file_of};
-use crate::{ReplayReport, RunTimings};
+use crate::search::{AdaptiveRecord, FamilyStats, ReplayBudget, RngRecord};
+use crate::{ReplayReport, ResourceHours, RunTimings, SelectedSchedule};
 use frames::FrameMeta;
+use model::WorkloadId;
 use model::run_dir::{FRAME_SCHEMA_VERSION, JSON_FORMAT_VERSION, RunDir};
 use polars::prelude::*;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::Digest;
 use std::path::PathBuf;
@@ -250,69 +253,249 @@ pub fn write_outputs(
     // replay.json.
     let mut inputs = Vec::new();
     for name in INPUT_FRAMES {
-        let path = dir.file(&format!("{name}.parquet"));
+        let file = format!("{name}.parquet");
+        let path = dir.file(&file);
         let bytes = std::fs::read(&path).map_err(|source| ReplayError::Io {
             path: path.clone(),
             source,
         })?;
-        inputs.push(json!({
-            "frame": name,
-            "file": format!("{name}.parquet"),
-            "sha256": hex::encode(sha2::Sha256::digest(&bytes)),
-        }));
+        inputs.push(InputRecord {
+            frame: name.to_string(),
+            file,
+            sha256: hex::encode(sha2::Sha256::digest(&bytes)),
+        });
     }
-    let workloads: Vec<serde_json::Value> = report
-        .workloads
-        .iter()
-        .map(|wr| {
-            json!({
-                "workload": wr.workload,
-                "attempts": wr.attempts,
-                "request_intervals": wr.request_intervals,
-                "blobs": wr.blobs,
-                "deadline_s": wr.deadline_s,
-                "lower_bounds_h": wr.lower_bounds,
-                "strong_bounds_h": wr.strong_bounds,
-                "lp_bounds_h": wr.lp_bounds,
-                "best_bounds_h": wr.best_bounds,
-                "fifo_holding_h": wr.fifo_holding,
-                "fifo_ideal_h": wr.fifo_ideal,
-                "best_found_h": wr.best_found,
-                "selected": wr.selected,
-                "candidates_evaluated": wr.candidates_evaluated,
-                "search_summary": wr.families,
-                "seed_profile_best_h": {
-                    "gpu": wr.seed_profile_best.0,
-                    "cache": wr.seed_profile_best.1,
-                },
-                "adaptive": wr.adaptive,
-                "pareto_points": wr.pareto.len(),
-                "rng": wr.rng,
-            })
-        })
-        .collect();
-    let doc = json!({
-        "format_version": JSON_FORMAT_VERSION,
-        "stage": "replay",
-        "tool_version": model::TOOL_VERSION,
-        "config_sha256": cfg.sha256,
-        "inputs": inputs,
-        "rng": {
-            "algorithm": RNG_ALGORITHM,
-            "seed": report.seed,
-            "order": report.order,
-        },
-        "budget": report.budget,
-        "tie_rule": TIE_RULE,
-        "joint_objective": JOINT_OBJECTIVE,
-        "time_grid": "integer nanoseconds; quotas and caps in integer nano-units",
-        "workloads": workloads,
-    });
-    let p = dir.file(REPLAY_JSON_FILE);
-    let text = serde_json::to_string_pretty(&doc).unwrap_or_default() + "\n";
-    frames::atomic_write(&p, text.as_bytes())?;
-    written.push(p);
+    let doc = ReplayDocument::new(cfg, inputs, report);
+    written.push(write_replay_json(&dir, &doc)?);
     Ok(written)
+}
+
+/// `replay.json`: what the replay read, how its RNG was consumed (the study says the seeds
+/// must be preserved), its budget and rules, and per workload the bounds, the baselines and
+/// the selected schedules. Written and read through this one type; keys are written in
+/// alphabetical order at every level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplayDocument {
+    /// [`JSON_FORMAT_VERSION`], checked on read.
+    pub format_version: u32,
+    /// Always `replay`.
+    pub stage: String,
+    /// The tool version that wrote it.
+    pub tool_version: String,
+    /// SHA256 of the config bytes the run used.
+    pub config_sha256: String,
+    /// The audit frames read, with their SHA256.
+    pub inputs: Vec<InputRecord>,
+    /// The shared RNG stream.
+    pub rng: RngDocument,
+    /// The search budget, as the config gave it.
+    pub budget: ReplayBudget,
+    /// [`TIE_RULE`].
+    pub tie_rule: String,
+    /// [`JOINT_OBJECTIVE`].
+    pub joint_objective: String,
+    /// How times and quotas are represented.
+    pub time_grid: String,
+    /// One record per workload, in search order.
+    pub workloads: Vec<WorkloadDocument>,
+}
+
+/// One input frame of the replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InputRecord {
+    /// The frame's name.
+    pub frame: String,
+    /// Its file below the run directory.
+    pub file: String,
+    /// SHA256 of its bytes as read.
+    pub sha256: String,
+}
+
+/// The shared RNG stream of the replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RngDocument {
+    /// [`RNG_ALGORITHM`].
+    pub algorithm: String,
+    /// The config's seed.
+    pub seed: u64,
+    /// The workloads in the order they drew from the stream.
+    pub order: Vec<WorkloadId>,
+}
+
+/// The seed profile's bests of one workload, hours.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedProfileBest {
+    /// Best GPU ideal hours of the seed profile's candidates.
+    pub gpu: f64,
+    /// Best cache ideal hours of the seed profile's candidates.
+    pub cache: f64,
+}
+
+/// One workload's record in `replay.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadDocument {
+    /// The workload.
+    pub workload: WorkloadId,
+    /// Included attempts replayed.
+    pub attempts: usize,
+    /// Request intervals.
+    pub request_intervals: usize,
+    /// Distinct image blobs.
+    pub blobs: usize,
+    /// The deadline D, seconds.
+    pub deadline_s: f64,
+    /// The simple lower bounds.
+    pub lower_bounds_h: ResourceHours,
+    /// The stronger bounds and their components.
+    pub strong_bounds_h: crate::bounds::StrongBounds,
+    /// The LP bounds.
+    pub lp_bounds_h: crate::lp::LpBounds,
+    /// The best valid bound per resource.
+    pub best_bounds_h: ResourceHours,
+    /// FIFO holding hours.
+    pub fifo_holding_h: ResourceHours,
+    /// FIFO ideal hours.
+    pub fifo_ideal_h: ResourceHours,
+    /// Best found per resource.
+    pub best_found_h: ResourceHours,
+    /// The selected schedules.
+    pub selected: Vec<SelectedSchedule>,
+    /// Candidates evaluated.
+    pub candidates_evaluated: u64,
+    /// Per family counts.
+    pub search_summary: Vec<FamilyStats>,
+    /// The seed profile's bests.
+    pub seed_profile_best_h: SeedProfileBest,
+    /// What the adaptive phase did.
+    pub adaptive: AdaptiveRecord,
+    /// Points of the GPU-vs-cache Pareto front.
+    pub pareto_points: usize,
+    /// How the workload consumed the shared RNG stream.
+    pub rng: RngRecord,
+}
+
+impl ReplayDocument {
+    /// The document of a finished replay.
+    pub fn new(cfg: &model::LoadedConfig, inputs: Vec<InputRecord>, report: &ReplayReport) -> Self {
+        ReplayDocument {
+            format_version: JSON_FORMAT_VERSION,
+            stage: "replay".to_string(),
+            tool_version: model::TOOL_VERSION.to_string(),
+            config_sha256: cfg.sha256.clone(),
+            inputs,
+            rng: RngDocument {
+                algorithm: RNG_ALGORITHM.to_string(),
+                seed: report.seed,
+                order: report.order.clone(),
+            },
+            budget: report.budget.clone(),
+            tie_rule: TIE_RULE.to_string(),
+            joint_objective: JOINT_OBJECTIVE.to_string(),
+            time_grid: TIME_GRID.to_string(),
+            workloads: report.workloads.iter().map(WorkloadDocument::of).collect(),
+        }
+    }
+}
+
+impl WorkloadDocument {
+    fn of(wr: &crate::WorkloadReport) -> Self {
+        WorkloadDocument {
+            workload: wr.workload,
+            attempts: wr.attempts,
+            request_intervals: wr.request_intervals,
+            blobs: wr.blobs,
+            deadline_s: wr.deadline_s,
+            lower_bounds_h: wr.lower_bounds,
+            strong_bounds_h: wr.strong_bounds,
+            lp_bounds_h: wr.lp_bounds.clone(),
+            best_bounds_h: wr.best_bounds,
+            fifo_holding_h: wr.fifo_holding,
+            fifo_ideal_h: wr.fifo_ideal,
+            best_found_h: wr.best_found,
+            selected: wr.selected.clone(),
+            candidates_evaluated: wr.candidates_evaluated,
+            search_summary: wr.families.clone(),
+            seed_profile_best_h: SeedProfileBest {
+                gpu: wr.seed_profile_best.0,
+                cache: wr.seed_profile_best.1,
+            },
+            adaptive: wr.adaptive.clone(),
+            pareto_points: wr.pareto.len(),
+            rng: wr.rng.clone(),
+        }
+    }
+}
+
+/// How times and quotas are represented (written to `replay.json`).
+pub const TIME_GRID: &str = "integer nanoseconds; quotas and caps in integer nano-units";
+
+/// Write `replay.json` (keys sorted at every level, two-space indent, final newline).
+pub fn write_replay_json(dir: &RunDir, doc: &ReplayDocument) -> Result<PathBuf, ReplayError> {
+    let p = dir.file(REPLAY_JSON_FILE);
+    // Through `Value`, whose maps are sorted: the bytes do not depend on field order.
+    let value = serde_json::to_value(doc).map_err(|e| {
+        ReplayError::Document(model::run_dir::DocumentError::Invalid {
+            path: p.clone(),
+            detail: e.to_string(),
+        })
+    })?;
+    let text = serde_json::to_string_pretty(&value).unwrap_or_default() + "\n";
+    frames::atomic_write(&p, text.as_bytes())?;
+    Ok(p)
+}
+
+/// Read `replay.json` through its type: the format version is checked first (a document of
+/// another version is refused, naming both), then every field (an unknown or missing field,
+/// or a schedule or operator name this build does not know, is refused, naming it).
+pub fn read_replay_json(path: &std::path::Path) -> Result<ReplayDocument, ReplayError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReplayError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    model::run_dir::check_json_version(path, &text, JSON_FORMAT_VERSION)
+        .map_err(ReplayError::Document)?;
+    serde_json::from_str(&text).map_err(|e| {
+        ReplayError::Document(model::run_dir::DocumentError::Invalid {
+            path: path.to_path_buf(),
+            detail: e.to_string(),
+        })
+    })
+}
+
+/// A name a record holds as one of a fixed list of static names (a schedule, an operator).
+/// Spelled as an alias because serde's derive borrows a field written `&'static str` from
+/// the input, which a document read from a file cannot lend; such fields are read with
+/// [`known_name`] instead, which also refuses a name this build does not know.
+pub type StaticName = &'static str;
+
+/// `name` as its entry of `known` (the static names a record is written from), or an error
+/// naming what was read and what is known.
+pub(crate) fn lookup_name(
+    name: &str,
+    known: impl IntoIterator<Item = &'static str>,
+    what: &str,
+) -> Result<&'static str, String> {
+    let known: Vec<&'static str> = known.into_iter().collect();
+    known
+        .iter()
+        .find(|k| **k == name)
+        .copied()
+        .ok_or_else(|| format!("unknown {what} `{name}` (known: {})", known.join(", ")))
+}
+
+/// Deserialize a string as its entry of `known` (see [`lookup_name`]).
+pub(crate) fn known_name<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    known: impl IntoIterator<Item = &'static str>,
+    what: &str,
+) -> Result<&'static str, D::Error> {
+    let name = String::deserialize(d)?;
+    lookup_name(&name, known, what).map_err(serde::de::Error::custom)
 }
 
 /// The replay's summary document below the run directory.

@@ -14,7 +14,7 @@ use crate::{
 use model::WorkloadId;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -26,11 +26,13 @@ pub struct ReplayOptions {
 }
 
 /// One selected schedule of a workload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SelectedSchedule {
     /// One of [`SCHEDULE_NAMES`]: `fifo`, `best_cpu_ram`, `best_gpu`, `best_cache`,
     /// `best_joint`, or the seed profile's bests `seed_best_gpu` and `seed_best_cache`.
-    pub schedule: &'static str,
+    #[serde(deserialize_with = "schedule_named")]
+    pub schedule: output::StaticName,
     /// The candidate that produced it (`priority_order:fifo`, `local_move_gpu#17`, ...).
     pub found_by: String,
     /// Its index among the workload's candidates (0 = FIFO).
@@ -44,6 +46,11 @@ pub struct SelectedSchedule {
     /// Start of each attempt (index = the workload instance's attempt order), ns.
     #[serde(skip)]
     pub starts_ns: Vec<i64>,
+}
+
+/// Read a schedule's name back as its entry of [`SCHEDULE_NAMES`].
+fn schedule_named<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    output::known_name(d, SCHEDULE_NAMES.iter().copied(), "schedule")
 }
 
 /// One point of the Pareto front of GPU vs cache.

@@ -64,8 +64,8 @@ fn run(config: &Path, threads: usize) -> replay::ReplayReport {
     .unwrap()
 }
 
-fn json(dir: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(dir.join("run/replay.json")).unwrap()).unwrap()
+fn json(dir: &Path) -> replay::output::ReplayDocument {
+    replay::output::read_replay_json(&dir.join("run/replay.json")).unwrap()
 }
 
 #[test]
@@ -207,46 +207,99 @@ fn search_order_is_recorded_and_changes_the_rng_evolution() {
         2,
     );
     let (ja, jb) = (json(a.path()), json(b.path()));
-    assert_eq!(ja["rng"]["order"], serde_json::json!(["tmax", "deepswe"]));
-    assert_eq!(jb["rng"]["order"], serde_json::json!(["deepswe", "tmax"]));
-    assert_eq!(ja["rng"]["seed"], 20261129);
-    let rng_of = |j: &serde_json::Value, w: &str| {
-        j["workloads"]
-            .as_array()
-            .unwrap()
+    assert_eq!(ja.rng.order, [WorkloadId::Tmax, WorkloadId::Deepswe]);
+    assert_eq!(jb.rng.order, [WorkloadId::Deepswe, WorkloadId::Tmax]);
+    assert_eq!(ja.rng.seed, 20261129);
+    let of = |j: &replay::output::ReplayDocument, w: WorkloadId| {
+        j.workloads
             .iter()
-            .find(|x| x["workload"] == w)
-            .unwrap()["rng"]
+            .find(|x| x.workload == w)
+            .unwrap()
             .clone()
     };
     // The first workload in the order starts at word 0 of the shared stream; the second
     // continues after it. Swapping the order swaps which workload gets which draws.
-    assert_eq!(rng_of(&ja, "tmax")["word_pos_before"], 0);
-    assert_eq!(rng_of(&jb, "deepswe")["word_pos_before"], 0);
-    assert_ne!(rng_of(&ja, "deepswe")["word_pos_before"], 0);
+    assert_eq!(of(&ja, WorkloadId::Tmax).rng.word_pos_before, 0);
+    assert_eq!(of(&jb, WorkloadId::Deepswe).rng.word_pos_before, 0);
+    assert_ne!(of(&ja, WorkloadId::Deepswe).rng.word_pos_before, 0);
     assert_eq!(
-        rng_of(&ja, "tmax")["family_seeds"],
-        rng_of(&jb, "deepswe")["family_seeds"]
+        of(&ja, WorkloadId::Tmax).rng.family_seeds,
+        of(&jb, WorkloadId::Deepswe).rng.family_seeds
     );
     assert_ne!(
-        rng_of(&ja, "tmax")["family_seeds"],
-        rng_of(&jb, "tmax")["family_seeds"]
+        of(&ja, WorkloadId::Tmax).rng.family_seeds,
+        of(&jb, WorkloadId::Tmax).rng.family_seeds
     );
     // The order and seed are also in every frame's metadata.
     let md = frames::read_metadata(&b.path().join("run/schedules.parquet")).unwrap();
     assert!(md.contains(&("agentrace.search_order".into(), "deepswe,tmax".into())));
     assert!(md.contains(&("agentrace.seed".into(), "20261129".into())));
     // FIFO and bounds do not depend on the RNG.
-    let fifo = |j: &serde_json::Value, w: &str| {
-        j["workloads"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|x| x["workload"] == w)
-            .unwrap()["fifo_ideal_h"]
-            .clone()
-    };
-    assert_eq!(fifo(&ja, "deepswe"), fifo(&jb, "deepswe"));
+    assert_eq!(
+        of(&ja, WorkloadId::Deepswe).fifo_ideal_h,
+        of(&jb, WorkloadId::Deepswe).fifo_ideal_h
+    );
+    assert_eq!(
+        of(&ja, WorkloadId::Deepswe).best_bounds_h,
+        of(&jb, WorkloadId::Deepswe).best_bounds_h
+    );
+}
+
+/// `replay.json` is read through its type: what was written reads back as the report's
+/// records (and re-writes to the same bytes); a renamed field, an unknown schedule name and
+/// another format version are refused, naming the file and what was wrong.
+#[test]
+fn replay_json_reads_through_its_type_and_refuses_drift() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = setup(dir.path(), &[WorkloadId::Tmax, WorkloadId::Deepswe]);
+    let report = run(&config, 2);
+    let path = dir.path().join("run/replay.json");
+    let doc = json(dir.path());
+    assert_eq!(doc.budget, report.budget);
+    assert_eq!(doc.rng.seed, report.seed);
+    for (d, w) in doc.workloads.iter().zip(&report.workloads) {
+        assert_eq!(d.workload, w.workload);
+        assert_eq!(
+            d.selected,
+            w.selected
+                .iter()
+                .map(|s| replay::SelectedSchedule {
+                    starts_ns: Vec::new(),
+                    ..s.clone()
+                })
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(d.rng, w.rng);
+        assert_eq!(d.adaptive, w.adaptive);
+        assert_eq!(d.lp_bounds_h, w.lp_bounds);
+        assert_eq!(d.strong_bounds_h, w.strong_bounds);
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    let again = tempfile::tempdir().unwrap();
+    let rewritten =
+        replay::output::write_replay_json(&model::run_dir::RunDir::new(again.path()), &doc)
+            .unwrap();
+    assert_eq!(std::fs::read_to_string(rewritten).unwrap(), text);
+    for (from, to, says) in [
+        ("\"deadline_s\"", "\"deadline\"", "deadline"),
+        (
+            "\"best_gpu\"",
+            "\"best_gpu_v2\"",
+            "unknown schedule `best_gpu_v2`",
+        ),
+        (
+            "\"format_version\": 1",
+            "\"format_version\": 2",
+            "format_version 2, this build reads version 1",
+        ),
+    ] {
+        assert!(text.contains(from), "{from}");
+        std::fs::write(&path, text.replace(from, to)).unwrap();
+        let e = replay::output::read_replay_json(&path)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("replay.json") && e.contains(says), "{e}");
+    }
 }
 
 #[test]

@@ -26,7 +26,7 @@ use crate::evaluate::{Evaluation, GridInstance, Plan, Scratch, evaluate, evaluat
 use crate::lns::{ChainOutcome, ChainParams, LnsContext, Objective, run_chain};
 use crate::seeded::{below, candidate_rng};
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// One operator of the adaptive phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,12 +79,15 @@ const CACHE_OPERATORS: [Operator; 5] = [
 ];
 
 /// One operator's record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct OperatorStats {
     /// Operator name (`lns_gpu`, `order_move_cache/backfill`, ...).
-    pub operator: &'static str,
+    #[serde(deserialize_with = "operator_named")]
+    pub operator: crate::output::StaticName,
     /// `gpu` or `cache`.
-    pub objective: &'static str,
+    #[serde(deserialize_with = "objective_named")]
+    pub objective: crate::output::StaticName,
     /// Batches it ran.
     pub batches: u64,
     /// Batches after which the objective's best changed.
@@ -92,7 +95,8 @@ pub struct OperatorStats {
 }
 
 /// What the adaptive phase did (empty for the seed profile).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AdaptiveRecord {
     /// Candidates of the seed phase before it (the extended profile's first
     /// `seed_candidates` candidates are exactly the seed profile's).
@@ -102,7 +106,38 @@ pub struct AdaptiveRecord {
     /// Per operator, GPU's then cache's, in list order.
     pub operators: Vec<OperatorStats>,
     /// The operator chosen for each batch, in order.
+    #[serde(deserialize_with = "operators_named")]
     pub choices: Vec<&'static str>,
+}
+
+/// The objective names of [`OperatorStats::objective`].
+const OBJECTIVE_NAMES: [&str; 2] = ["gpu", "cache"];
+
+/// Every operator's name, GPU's list then cache's.
+fn operator_names() -> impl Iterator<Item = &'static str> {
+    GPU_OPERATORS
+        .iter()
+        .chain(CACHE_OPERATORS.iter())
+        .map(|op| op.name())
+}
+
+/// Read an operator's name back as the static name it was written from.
+fn operator_named<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    crate::output::known_name(d, operator_names(), "operator")
+}
+
+/// Read a list of operator names back (see [`operator_named`]).
+fn operators_named<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<&'static str>, D::Error> {
+    Vec::<String>::deserialize(d)?
+        .iter()
+        .map(|name| crate::output::lookup_name(name, operator_names(), "operator"))
+        .collect::<Result<_, _>>()
+        .map_err(serde::de::Error::custom)
+}
+
+/// Read an objective's name back (`gpu` or `cache`).
+fn objective_named<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    crate::output::known_name(d, OBJECTIVE_NAMES, "objective")
 }
 
 /// Which operators can still run and where each family's streams stand.
@@ -217,7 +252,7 @@ pub(super) fn run(
         for (k, op) in ops.iter().enumerate() {
             operators.push(OperatorStats {
                 operator: op.name(),
-                objective: if s == 0 { "gpu" } else { "cache" },
+                objective: OBJECTIVE_NAMES[s],
                 batches: tries[s][k],
                 wins: wins[s][k],
             });

@@ -2,12 +2,12 @@
 //! per-family counts and the search budget (all counts).
 
 use model::config::{SearchBudget, SearchProfile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// The search's budget: the config's profile and its [`SearchBudget`] counts, held as they
 /// are (one type, so no count can drift from the config's). The counts read through
 /// `Deref` (`budget.local_moves`); `replay.json` writes them flattened next to `profile`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayBudget {
     /// `seed` (the study's families only) or `extended` (the seed profile's candidates,
     /// then the adaptive operators).
@@ -36,7 +36,7 @@ impl std::ops::Deref for ReplayBudget {
 }
 
 /// A candidate family: the seed profile's (the study's method) and the extended profile's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {
     /// Fixed priority orders ([`PRIORITY_ORDERS`]), each decoded both ways.
@@ -156,7 +156,8 @@ pub const PRIORITY_ORDERS: [&str; 8] = [
 ];
 
 /// Counts of one family's candidates.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FamilyStats {
     /// The family.
     pub family: Family,

@@ -39,14 +39,15 @@ use orders::Structure;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::RngCore;
 use rayon::prelude::*;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use state::State;
 
 /// Most candidates evaluated in one parallel batch (bounds memory).
 const MAX_BATCH: usize = 256;
 
 /// How the workload consumed the shared RNG stream.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct RngRecord {
     /// ChaCha8 word position of the shared stream before this workload.
     pub word_pos_before: u64,
