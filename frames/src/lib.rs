@@ -408,6 +408,28 @@ pub fn u64_values(df: &DataFrame, path: &Path, name: &str) -> Result<Vec<Option<
     Ok(ca.iter().collect())
 }
 
+/// An i64 column's values; the error names the file and the column.
+pub fn i64_values(df: &DataFrame, path: &Path, name: &str) -> Result<Vec<Option<i64>>, FrameError> {
+    let c = column(df, path, name)?;
+    let ca = c
+        .i64()
+        .map_err(|_| wrong_type(path, name, c.dtype(), "i64"))?;
+    Ok(ca.iter().collect())
+}
+
+/// A boolean column's values; the error names the file and the column.
+pub fn bool_values(
+    df: &DataFrame,
+    path: &Path,
+    name: &str,
+) -> Result<Vec<Option<bool>>, FrameError> {
+    let c = column(df, path, name)?;
+    let ca = c
+        .bool()
+        .map_err(|_| wrong_type(path, name, c.dtype(), "bool"))?;
+    Ok(ca.iter().collect())
+}
+
 fn column<'a>(df: &'a DataFrame, path: &Path, name: &str) -> Result<&'a Column, FrameError> {
     df.column(name).map_err(|_| FrameError::Schema {
         path: path.to_path_buf(),

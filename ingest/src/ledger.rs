@@ -51,6 +51,11 @@ impl Verdict {
         Verdict::NoLocation,
     ];
 
+    /// The verdict of its ledger spelling.
+    pub fn parse(text: &str) -> Option<Verdict> {
+        Verdict::ALL.into_iter().find(|v| v.as_str() == text)
+    }
+
     /// Whether the row is good (verified now or held verified in the store).
     pub fn is_ok(self) -> bool {
         matches!(self, Verdict::Verified | Verdict::InStore)
@@ -255,6 +260,82 @@ pub fn write_ledger(path: &Path, rows: &[LedgerRow]) -> Result<(), frames::Frame
     )
 }
 
+/// Read `ledger.parquet` back through [`LEDGER`] (name, schema version, columns and types
+/// checked); a missing required value or an unknown verdict is refused naming the row.
+pub fn read_ledger(path: &Path) -> Result<Vec<LedgerRow>, frames::FrameError> {
+    use frames::{bool_values, i64_values, str_values, u64_values};
+    let df = frames::read_declared(path, &LEDGER, model::run_dir::FRAME_SCHEMA_VERSION)?;
+    const ARCHIVE_ID: &str = LEDGER.column("archive_id");
+    const WORKLOAD: &str = LEDGER.column("workload");
+    const LOCATION_KIND: &str = LEDGER.column("location_kind");
+    const URI: &str = LEDGER.column("uri");
+    const GENERATION: &str = LEDGER.column("generation");
+    const REVISION: &str = LEDGER.column("revision");
+    const RESOLVED_COMMIT: &str = LEDGER.column("resolved_commit");
+    const EXPECTED_SHA256: &str = LEDGER.column("expected_sha256");
+    const ACTUAL_SHA256: &str = LEDGER.column("actual_sha256");
+    const EXPECTED_BYTES: &str = LEDGER.column("expected_bytes");
+    const ACTUAL_BYTES: &str = LEDGER.column("actual_bytes");
+    const VERDICT: &str = LEDGER.column("verdict");
+    const ERROR: &str = LEDGER.column("error");
+    const SERVED_FROM_STORE: &str = LEDGER.column("served_from_store");
+    const METHOD: &str = LEDGER.column("method");
+    const CROSS_SOURCE_IDENTICAL: &str = LEDGER.column("cross_source_identical");
+    const QUARANTINE_PATH: &str = LEDGER.column("quarantine_path");
+    let bad = |row: usize, column: &str, what: &str| frames::FrameError::Schema {
+        path: path.to_path_buf(),
+        message: format!("row {row}, column `{column}`: {what}"),
+    };
+    let required =
+        |v: Vec<Option<String>>, column: &str| -> Result<Vec<String>, frames::FrameError> {
+            v.into_iter()
+                .enumerate()
+                .map(|(i, x)| x.ok_or_else(|| bad(i, column, "missing")))
+                .collect()
+        };
+    let ids = required(str_values(&df, path, ARCHIVE_ID)?, ARCHIVE_ID)?;
+    let workloads = required(str_values(&df, path, WORKLOAD)?, WORKLOAD)?;
+    let kinds = required(str_values(&df, path, LOCATION_KIND)?, LOCATION_KIND)?;
+    let uris = required(str_values(&df, path, URI)?, URI)?;
+    let generations = i64_values(&df, path, GENERATION)?;
+    let revisions = str_values(&df, path, REVISION)?;
+    let commits = str_values(&df, path, RESOLVED_COMMIT)?;
+    let expected_shas = required(str_values(&df, path, EXPECTED_SHA256)?, EXPECTED_SHA256)?;
+    let actual_shas = str_values(&df, path, ACTUAL_SHA256)?;
+    let expected_counts = u64_values(&df, path, EXPECTED_BYTES)?;
+    let actual_counts = u64_values(&df, path, ACTUAL_BYTES)?;
+    let verdicts = required(str_values(&df, path, VERDICT)?, VERDICT)?;
+    let errors = str_values(&df, path, ERROR)?;
+    let from_store = bool_values(&df, path, SERVED_FROM_STORE)?;
+    let methods = str_values(&df, path, METHOD)?;
+    let identical = bool_values(&df, path, CROSS_SOURCE_IDENTICAL)?;
+    let quarantined = str_values(&df, path, QUARANTINE_PATH)?;
+    let mut rows = Vec::with_capacity(ids.len());
+    for i in 0..ids.len() {
+        rows.push(LedgerRow {
+            archive_id: ids[i].clone(),
+            workload: workloads[i].clone(),
+            location_kind: kinds[i].clone(),
+            uri: uris[i].clone(),
+            generation: generations[i],
+            revision: revisions[i].clone(),
+            resolved_commit: commits[i].clone(),
+            expected_sha256: expected_shas[i].clone(),
+            actual_sha256: actual_shas[i].clone(),
+            expected_bytes: expected_counts[i].ok_or_else(|| bad(i, EXPECTED_BYTES, "missing"))?,
+            actual_bytes: actual_counts[i],
+            verdict: Verdict::parse(&verdicts[i])
+                .ok_or_else(|| bad(i, VERDICT, &format!("unknown verdict `{}`", verdicts[i])))?,
+            error: errors[i].clone(),
+            served_from_store: from_store[i].ok_or_else(|| bad(i, SERVED_FROM_STORE, "missing"))?,
+            method: methods[i].clone(),
+            cross_source_identical: identical[i],
+            quarantine_path: quarantined[i].clone(),
+        });
+    }
+    Ok(rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,5 +373,37 @@ mod tests {
         let mut bad = ledger_frame(&[row(Verdict::Error)]).unwrap();
         bad.rename("verdict", "outcome".into()).unwrap();
         assert!(LEDGER.check(&bad).is_err());
+    }
+
+    /// What `write_ledger` wrote, `read_ledger` reads back equal, every verdict and null
+    /// included; an unknown verdict is refused naming its row and column.
+    #[test]
+    fn the_ledger_reads_back_through_its_contract() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("ledger.parquet");
+        let mut rows: Vec<LedgerRow> = Verdict::ALL.into_iter().map(row).collect();
+        rows[1].revision = Some("main".into());
+        rows[1].resolved_commit = Some("c".repeat(40));
+        rows[1].actual_sha256 = Some("1".repeat(64));
+        rows[1].actual_bytes = Some(10);
+        rows[1].served_from_store = true;
+        rows[1].cross_source_identical = Some(true);
+        rows[2].quarantine_path = Some("quarantine/x".into());
+        write_ledger(&path, &rows).unwrap();
+        assert_eq!(read_ledger(&path).unwrap(), rows);
+        let mut df = ledger_frame(&rows[..1]).unwrap();
+        df.replace("verdict", Series::new("verdict".into(), ["fetched"]).into())
+            .unwrap();
+        frames::write_frame(
+            &path,
+            &mut df,
+            &frames::FrameMeta::new(LEDGER_FRAME, model::run_dir::FRAME_SCHEMA_VERSION),
+        )
+        .unwrap();
+        let e = read_ledger(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("ledger.verdict: value `fetched` is not one of"),
+            "{e}"
+        );
     }
 }

@@ -479,6 +479,9 @@ impl Default for AuditConfig {
 pub struct LoadedConfig {
     /// The file it came from.
     pub path: PathBuf,
+    /// The exact config text the run was loaded from (the file's, or the embedded run's):
+    /// the run keeps this, never a later re-read of `path`, as its snapshot.
+    pub text: String,
     /// The raw text's SHA256 (provenance).
     pub sha256: String,
     /// The parsed config.
@@ -552,6 +555,7 @@ pub fn load_config_str(path: &Path, text: &str) -> Result<LoadedConfig, ConfigEr
     sha2::Digest::update(&mut hasher, text.as_bytes());
     Ok(LoadedConfig {
         path: path.to_path_buf(),
+        text: text.to_string(),
         sha256: hex::encode(sha2::Digest::finalize(hasher)),
         run_dir: base.join(&config.run_dir),
         config,

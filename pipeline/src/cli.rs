@@ -267,9 +267,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                     if hashes_only {
                         ""
                     } else {
-                        " (outputs re-derived from the verified store)"
+                        " (ledger and outputs re-derived from the verified store)"
                     }
                 );
+                println!("{}", r.build);
                 Ok(())
             } else {
                 Err(Failure {

@@ -20,6 +20,7 @@ pub const RUN_JSON_FILE: &str = "run.json";
 
 /// One archive the run read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProvenanceArchive {
     /// Archive id.
     pub archive_id: String,
@@ -29,10 +30,90 @@ pub struct ProvenanceArchive {
     pub sha256: String,
     /// Bytes.
     pub bytes: u64,
+    /// Where the ingest that wrote the run's ledger looked for it, with the pins: one entry
+    /// per ledger row of the archive, in ledger order.
+    pub locations: Vec<ProvenanceLocation>,
+}
+
+/// One location of an archive as the ledger recorded it: the pin it was asked under and
+/// what came of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvenanceLocation {
+    /// `file`, `gcs` or `hf` (`none` when the archive had no configured location).
+    pub location_kind: String,
+    /// The location as a URI.
+    pub uri: String,
+    /// The GCS object generation it was pinned to.
+    pub generation: Option<i64>,
+    /// The Hub revision it was pinned to.
+    pub revision: Option<String>,
+    /// The commit the Hub resolved the revision to, when this ingest asked (null when the
+    /// archive was served from the verified store: the run that fetched it recorded it).
+    pub resolved_commit: Option<String>,
+    /// The ledger verdict (`verified`, `in_store`, ...).
+    pub verdict: String,
+    /// Whether the verified store answered instead of the location.
+    pub served_from_store: bool,
+}
+
+impl ProvenanceLocation {
+    fn of(r: &ingest::ledger::LedgerRow) -> Self {
+        ProvenanceLocation {
+            location_kind: r.location_kind.clone(),
+            uri: r.uri.clone(),
+            generation: r.generation,
+            revision: r.revision.clone(),
+            resolved_commit: r.resolved_commit.clone(),
+            verdict: r.verdict.as_str().to_string(),
+            served_from_store: r.served_from_store,
+        }
+    }
+}
+
+/// The build that wrote a provenance document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildIdentity {
+    /// The crate version.
+    pub tool_version: String,
+    /// SHA256 of the running executable's bytes.
+    pub executable_sha256: String,
+    /// The git commit it was built from (null when not built from a git checkout).
+    pub git_commit: Option<String>,
+    /// Whether tracked files differed from that commit at build time (null when unknown).
+    pub git_dirty: Option<bool>,
+}
+
+impl BuildIdentity {
+    /// The identity of the running executable.
+    pub fn current() -> Result<Self> {
+        let exe = std::env::current_exe().context("cannot locate the running executable")?;
+        Ok(BuildIdentity {
+            tool_version: model::TOOL_VERSION.into(),
+            executable_sha256: sha256_file(&exe)?,
+            git_commit: option_env!("AGENTRACE_GIT_COMMIT").map(str::to_string),
+            git_dirty: option_env!("AGENTRACE_GIT_DIRTY").map(|d| d == "true"),
+        })
+    }
+
+    /// One line naming the build: version, commit (with `+dirty`) and the executable's hash.
+    pub fn describe(&self) -> String {
+        let commit = match (&self.git_commit, self.git_dirty) {
+            (Some(c), Some(true)) => format!("git {c}+dirty"),
+            (Some(c), _) => format!("git {c}"),
+            (None, _) => "no git commit".into(),
+        };
+        format!(
+            "{} ({commit}, executable sha256 {})",
+            self.tool_version, self.executable_sha256
+        )
+    }
 }
 
 /// One output and where it came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProvenanceOutput {
     /// Path relative to the run directory.
     pub path: String,
@@ -46,11 +127,14 @@ pub struct ProvenanceOutput {
 
 /// `provenance.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Provenance {
     /// Format version.
     pub format_version: u32,
     /// Tool version.
     pub tool_version: String,
+    /// The build that wrote it.
+    pub build: BuildIdentity,
     /// SHA256 of the config text (kept as `pipeline.yaml` in the run directory).
     pub pipeline_yaml_sha256: String,
     /// Search seed.
@@ -102,9 +186,16 @@ pub fn build_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<Provenance> 
     }
     outputs.sort_by(|a, b| a.path.cmp(&b.path));
     outputs.dedup_by(|a, b| a.path == b.path);
+    let ledger_path = run.file(ingest::LEDGER_FILE);
+    let ledger = if ledger_path.is_file() {
+        ingest::ledger::read_ledger(&ledger_path)?
+    } else {
+        Vec::new()
+    };
     Ok(Provenance {
         format_version: JSON_FORMAT_VERSION,
         tool_version: model::TOOL_VERSION.into(),
+        build: BuildIdentity::current()?,
         pipeline_yaml_sha256: cfg.sha256.clone(),
         seed: cfg.config.search.seed,
         order: cfg.config.search.order.clone(),
@@ -116,26 +207,20 @@ pub fn build_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<Provenance> 
                 workload: a.workload.as_str().into(),
                 sha256: a.sha256.clone(),
                 bytes: a.bytes,
+                locations: ledger
+                    .iter()
+                    .filter(|r| r.archive_id == a.archive_id)
+                    .map(ProvenanceLocation::of)
+                    .collect(),
             })
             .collect(),
         outputs,
     })
 }
 
-/// The config text a run keeps as its snapshot: the file's, or the embedded run's.
-pub fn config_text(cfg: &LoadedConfig) -> Result<String> {
-    if cfg.path.is_file() {
-        std::fs::read_to_string(&cfg.path)
-            .with_context(|| format!("cannot read {}", cfg.path.display()))
-    } else {
-        Ok(crate::run::EMBEDDED_PIPELINE_YAML.to_string())
-    }
-}
-
 /// Write the config snapshot and `provenance.json`.
 pub fn write_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<()> {
-    let text = config_text(cfg)?;
-    frames::atomic_write(&run.file(CONFIG_SNAPSHOT), text.as_bytes())?;
+    frames::atomic_write(&run.file(CONFIG_SNAPSHOT), cfg.text.as_bytes())?;
     let p = build_provenance(cfg, run)?;
     let json = serde_json::to_string_pretty(&p)? + "\n";
     frames::atomic_write(&run.file(PROVENANCE_FILE), json.as_bytes())?;
@@ -177,6 +262,8 @@ pub struct VerifyReport {
     pub checked: usize,
     /// Each difference, naming the file.
     pub differences: Vec<String>,
+    /// The build that wrote the provenance, and whether this verify runs the same one.
+    pub build: String,
 }
 
 /// Recompute every hash of a run directory and re-derive the audit, replay and report
@@ -190,6 +277,16 @@ pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
     let prov: Provenance = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a provenance document", ppath.display()))?;
     let mut rep = VerifyReport::default();
+    let current = BuildIdentity::current()?;
+    rep.build = format!(
+        "written by {}; {}",
+        prov.build.describe(),
+        if current.executable_sha256 == prov.build.executable_sha256 {
+            "verified by the same executable".to_string()
+        } else {
+            format!("verified by {}", current.describe())
+        }
+    );
     let snap = run.file(CONFIG_SNAPSHOT);
     let snap_text = std::fs::read_to_string(&snap)
         .with_context(|| format!("cannot read {}", snap.display()))?;
@@ -213,10 +310,75 @@ pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
             Err(_) => rep.differences.push(format!("{}: missing", p.display())),
         }
     }
+    if rep.differences.is_empty() {
+        check_pins(&run, &prov, &mut rep)?;
+    }
     if rederive && rep.differences.is_empty() {
         rederive_outputs(&run, &prov, &snap_text, &mut rep)?;
     }
     Ok(rep)
+}
+
+/// The pins provenance records per archive must be the (hash-checked) ledger's.
+fn check_pins(run: &RunDir, prov: &Provenance, rep: &mut VerifyReport) -> Result<()> {
+    let ledger_path = run.file(ingest::LEDGER_FILE);
+    if !ledger_path.is_file() {
+        return Ok(());
+    }
+    let ledger = ingest::ledger::read_ledger(&ledger_path)?;
+    for a in &prov.archives {
+        let recorded: Vec<ProvenanceLocation> = ledger
+            .iter()
+            .filter(|r| r.archive_id == a.archive_id)
+            .map(ProvenanceLocation::of)
+            .collect();
+        if recorded != a.locations {
+            rep.differences.push(format!(
+                "{}: archive `{}`: its locations and pins differ from the ledger's",
+                run.file(PROVENANCE_FILE).display(),
+                a.archive_id
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The ingest ledger re-derived offline from the verified store: every archive's stored
+/// blob is re-hashed by the ingest's own store check (in the scratch copy, so nothing in
+/// the run moves), and the ledger must hold a good row (`verified` or `in_store`) with
+/// exactly those bytes for it.
+fn rederive_ledger(
+    run: &RunDir,
+    scratch: &Path,
+    prov: &Provenance,
+    rep: &mut VerifyReport,
+) -> Result<()> {
+    let ledger_path = run.file(ingest::LEDGER_FILE);
+    let ledger = ingest::ledger::read_ledger(&ledger_path)?;
+    let store = ingest::store::Store::open(scratch)?;
+    for a in &prov.archives {
+        let check = store.check(&a.archive_id, &a.sha256, a.bytes)?;
+        let good_row = ledger.iter().any(|r| {
+            r.archive_id == a.archive_id
+                && r.verdict.is_ok()
+                && r.actual_sha256.as_deref() == Some(a.sha256.as_str())
+                && r.actual_bytes == Some(a.bytes)
+        });
+        match (check, good_row) {
+            (ingest::store::StoreCheck::Verified, true) => rep.checked += 1,
+            (ingest::store::StoreCheck::Verified, false) => rep.differences.push(format!(
+                "{}: archive `{}` is verified in the store, but the ledger has no good row with its sha256 and bytes",
+                ledger_path.display(),
+                a.archive_id
+            )),
+            (other, _) => rep.differences.push(format!(
+                "{}: archive `{}` re-derived from the store: {other:?}",
+                run.stored_archive(&a.sha256).display(),
+                a.archive_id
+            )),
+        }
+    }
+    Ok(())
 }
 
 fn rederive_outputs(
@@ -248,8 +410,10 @@ fn rederive_outputs(
             file: None,
         });
     }
+    rederive_ledger(run, scratch.path(), prov, rep)?;
     let cfg = LoadedConfig {
         path: scratch.path().join(CONFIG_SNAPSHOT),
+        text: config_text.to_string(),
         sha256: prov.pipeline_yaml_sha256.clone(),
         config,
         run_dir: scratch.path().to_path_buf(),

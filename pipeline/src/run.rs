@@ -179,10 +179,9 @@ pub fn run_files(cfg: &LoadedConfig) -> Vec<String> {
 /// The lock (and `.stages/`) are created before the first stage, so a run killed early
 /// still owns the directory.
 fn refuse_foreign_files(cfg: &LoadedConfig, run: &RunDir, force: bool) -> Result<()> {
-    let ours = provenance::config_text(cfg)?;
     model::run_dir::refuse_foreign_files(run.root(), &run_files(cfg), force, |name, path| {
         name == provenance::CONFIG_SNAPSHOT
-            && std::fs::read_to_string(path).ok().as_deref() == Some(ours.as_str())
+            && std::fs::read_to_string(path).ok().as_deref() == Some(cfg.text.as_str())
     })?;
     Ok(())
 }

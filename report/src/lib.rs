@@ -34,6 +34,15 @@ Not counted: model-server and harness host CPU/RAM, GPU memory, expanded image l
 Request time includes queueing, transport and server processing; it is not GPU kernel busy time. \
 Lower bounds are bounds, not attained schedules, and different minima need not coexist; joint_schedules.csv lists values that do.";
 
+/// What the study says its own replay model leaves out (the report's caveats section).
+pub const CAVEATS: [&str; 5] = [
+    "Dispatch: DeepSWE's original dispatch used eight task groups of four attempts each; the replay uses 32 individual attempt slots.",
+    "Suspension: the ideal values assume pausing is free, but pausing Docker alone does not free RAM, and background sandbox processes would need safe suspension.",
+    "Durations: changing the real concurrency could change the recorded durations and request times; the replay keeps them fixed, which is deliberately outside this first model.",
+    "Outcomes: scheduling changes only admission; it does not accelerate model calls, change generated answers, rerun failures or change scoring.",
+    "Baseline: the FIFO replay is an offline admission replay with every attempt ready at time 0, not a measurement of the original cluster's wall-clock run.",
+];
+
 /// Why the report could not be written; each names the file and the column or field at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
@@ -115,7 +124,9 @@ fn markdown(cfg: &LoadedConfig, d: &data::RunData) -> Result<String, ReportError
         sections::clipping(workloads),
         sections::resource_hours(&d.bounds()?),
         sections::selected_schedules(&d.joint)?,
+        sections::coexistence(&d.joint)?,
         sections::assumptions(),
+        sections::caveats(),
     ]
     .concat())
 }

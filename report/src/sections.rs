@@ -3,11 +3,11 @@
 //! concatenation. Strings from the data go through `md_text` (or `md_code`); numbers are
 //! formatted here.
 
-use crate::ASSUMPTIONS;
 use crate::ReportError;
 use crate::charts::Figure;
 use crate::data::{BoundRow, Exclusion, LedgerSummary, Table};
 use crate::render::{md_code, md_text};
+use crate::{ASSUMPTIONS, CAVEATS};
 use audit::cohort::WorkloadAudit;
 use model::WorkloadId;
 use std::collections::BTreeMap;
@@ -213,9 +213,93 @@ pub(crate) fn selected_schedules(joint: &Table) -> Result<String, ReportError> {
     Ok(md)
 }
 
+/// Per workload, whether the best GPU and the best cache values found coexist in one
+/// selected schedule of `joint_schedules.csv` (values within relative 1e-9 of a best count
+/// as reaching it, the replay's tie rule). Different minima need not coexist; when they do
+/// not, the line says so and that this does not prove a joint optimum impossible.
+pub(crate) fn coexistence(joint: &Table) -> Result<String, ReportError> {
+    use replay::schemas::JOINT_SCHEDULES as J;
+    let [w, sched, gpu, cache] = [
+        const { J.column("workload") },
+        const { J.column("schedule") },
+        const { J.column("gpu_ideal_h") },
+        const { J.column("cache_ideal_h") },
+    ]
+    .map(|n| joint.column(n));
+    let (w, sched, gpu, cache) = (w?, sched?, gpu?, cache?);
+    let mut workloads: Vec<&str> = Vec::new();
+    for r in &joint.rows {
+        if !workloads.contains(&r[w].as_str()) {
+            workloads.push(&r[w]);
+        }
+    }
+    let mut md = String::from(
+        "## Do the best values coexist?\n\nDifferent resource minima need not coexist in one schedule. CPU and RAM minima coexist with every selected ideal schedule (their totals do not depend on the order). For GPU and cache, per workload (joint_schedules.csv):\n\n",
+    );
+    for name in workloads {
+        let rows: Vec<&Vec<String>> = joint.rows.iter().filter(|r| r[w] == name).collect();
+        let value = |r: &Vec<String>, c: usize| r[c].parse::<f64>().ok();
+        let best_of = |schedule: &str, c: usize| {
+            rows.iter()
+                .find(|r| r[sched] == schedule)
+                .and_then(|r| value(r, c))
+        };
+        let (Some(best_gpu), Some(best_cache)) =
+            (best_of("best_gpu", gpu), best_of("best_cache", cache))
+        else {
+            let _ = writeln!(
+                md,
+                "- {}: no `best_gpu` and `best_cache` rows with values to compare.",
+                md_text(name)
+            );
+            continue;
+        };
+        let reaches = |v: Option<f64>, best: f64| {
+            v.is_some_and(|v| v <= best + 1e-9 * best.abs().max(f64::MIN_POSITIVE))
+        };
+        let both: Vec<&str> = rows
+            .iter()
+            .filter(|r| reaches(value(r, gpu), best_gpu) && reaches(value(r, cache), best_cache))
+            .map(|r| r[sched].as_str())
+            .collect();
+        let values = format!(
+            "best GPU {} h, best cache {} h",
+            fmt_h(Some(best_gpu)),
+            fmt_h(Some(best_cache))
+        );
+        if both.is_empty() {
+            let _ = writeln!(
+                md,
+                "- {}: the best GPU and cache values found do **not** coexist in a selected schedule ({values}); this does not prove a joint optimum impossible.",
+                md_text(name)
+            );
+        } else {
+            let named: Vec<String> = both.iter().map(|s| format!("`{}`", md_text(s))).collect();
+            let _ = writeln!(
+                md,
+                "- {}: the best GPU and cache values found coexist ({values}), in {}.",
+                md_text(name),
+                named.join(", ")
+            );
+        }
+    }
+    md.push('\n');
+    Ok(md)
+}
+
 /// The accounting model's assumptions.
 pub(crate) fn assumptions() -> String {
     format!("## Assumptions of the accounting model\n\n{ASSUMPTIONS}\n\n")
+}
+
+/// What the study says its replay model leaves out, in its own terms.
+pub(crate) fn caveats() -> String {
+    let mut md = String::from("## Caveats of the study's model\n\n");
+    for c in CAVEATS {
+        let _ = writeln!(md, "- {c}");
+    }
+    md.push('\n');
+    md
 }
 
 /// The list of the charts (they are in the HTML only).
@@ -380,6 +464,63 @@ mod tests {
                 "| tmax | cpu | - | - | - | - | - | - | - | - | skipped |",
             ]
         );
+    }
+
+    /// A workload whose `best_joint` reaches both bests coexists (named); one whose bests
+    /// sit in different schedules does not, with the study's caution; a value a hair above
+    /// the best (beyond the tie rule) does not reach it.
+    #[test]
+    fn coexistence_lines_follow_joint_schedules() {
+        let row = |w: &str, s: &str, gpu: &str, cache: &str| -> Vec<String> {
+            [w, s, gpu, cache].iter().map(|x| x.to_string()).collect()
+        };
+        let t = Table {
+            path: "run/joint_schedules.csv".into(),
+            header: ["workload", "schedule", "gpu_ideal_h", "cache_ideal_h"]
+                .iter()
+                .map(|x| x.to_string())
+                .collect(),
+            rows: vec![
+                row("tmax", "best_gpu", "60", "9"),
+                row("tmax", "best_cache", "61", "8"),
+                row("tmax", "best_joint", "60.00000000001", "8"),
+                row("deepswe", "best_gpu", "300", "60"),
+                row("deepswe", "best_cache", "310", "50"),
+                row("deepswe", "best_joint", "300.001", "50"),
+            ],
+        };
+        let md = coexistence(&t).unwrap();
+        let lines: Vec<&str> = md.lines().filter(|l| l.starts_with("- ")).collect();
+        assert_eq!(
+            lines,
+            [
+                "- tmax: the best GPU and cache values found coexist (best GPU 60.000 h, best cache 8.000 h), in `best_joint`.",
+                "- deepswe: the best GPU and cache values found do **not** coexist in a selected schedule (best GPU 300.000 h, best cache 50.000 h); this does not prove a joint optimum impossible.",
+            ]
+        );
+        let missing = Table {
+            header: vec!["workload".into()],
+            ..t
+        };
+        assert_eq!(
+            coexistence(&missing).unwrap_err().to_string(),
+            "run/joint_schedules.csv: has no `schedule` column"
+        );
+    }
+
+    #[test]
+    fn the_caveats_name_each_point_of_the_study() {
+        let md = caveats();
+        for needle in [
+            "eight task groups of four attempts",
+            "32 individual attempt slots",
+            "pausing Docker alone does not free RAM",
+            "safe suspension",
+            "changing the real concurrency could change",
+            "rerun failures or change scoring",
+        ] {
+            assert!(md.contains(needle), "{needle}");
+        }
     }
 
     #[test]

@@ -67,6 +67,113 @@ fn small_demo_runs_end_to_end_then_skips_and_verifies() {
     assert!(ok.checked > 20);
 }
 
+/// The run keeps the config text it was loaded from as its snapshot, not a later read of
+/// the file at the config's path: the embedded run started in a directory that holds
+/// another `pipeline.yaml` snapshots (and hashes) the embedded text, and verifies.
+#[test]
+fn a_run_keeps_the_config_it_ran_even_when_the_file_at_its_path_differs() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg_path = demo(d.path());
+    let ran = std::fs::read_to_string(&cfg_path).unwrap();
+    let other = format!("# another study's config, not the one that runs\n{ran}");
+    std::fs::write(&cfg_path, &other).unwrap();
+    let cfg = model::config::load_config_str(&cfg_path, &ran).unwrap();
+    pipeline::run::run_all(
+        &cfg,
+        &pipeline::run::RunOptions {
+            quiet: true,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let run_dir = d.path().join("run");
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("pipeline.yaml")).unwrap(),
+        ran
+    );
+    let rep = pipeline::provenance::verify(&run_dir, true).unwrap();
+    assert!(rep.differences.is_empty(), "{:?}", rep.differences);
+    // The provenance names the build that wrote it: this test's own executable.
+    let prov: pipeline::provenance::Provenance =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("provenance.json")).unwrap())
+            .unwrap();
+    let me = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+    assert_eq!(
+        prov.build.executable_sha256,
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&me))
+    );
+    assert!(
+        rep.build.contains("verified by the same executable"),
+        "{}",
+        rep.build
+    );
+    let head = Command::new("git")
+        .arg("-C")
+        .arg(env!("CARGO_MANIFEST_DIR"))
+        .args(["rev-parse", "HEAD"])
+        .output()
+        .unwrap();
+    if head.status.success() {
+        let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+        assert_eq!(prov.build.git_commit.as_deref(), Some(head.as_str()));
+        assert!(prov.build.git_dirty.is_some());
+    }
+}
+
+/// `verify` re-derives the ledger from the store: a ledger whose row for an archive no
+/// longer carries the stored bytes' hash (rewritten, with provenance's hash of it updated
+/// to match) is named; and provenance's pins must be the ledger's.
+#[test]
+fn verify_rederives_the_ledger_from_the_store_and_checks_the_pins() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    run(&cfg);
+    let run_dir = d.path().join("run");
+    let ledger_path = run_dir.join("ledger.parquet");
+    let prov_path = run_dir.join("provenance.json");
+    let original_prov = std::fs::read_to_string(&prov_path).unwrap();
+    let mut rows = ingest::ledger::read_ledger(&ledger_path).unwrap();
+    let victim = rows[0].archive_id.clone();
+    rows[0].actual_sha256 = Some("0".repeat(64));
+    ingest::ledger::write_ledger(&ledger_path, &rows).unwrap();
+    let mut prov: pipeline::provenance::Provenance = serde_json::from_str(&original_prov).unwrap();
+    let new_hash = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(
+        std::fs::read(&ledger_path).unwrap(),
+    ));
+    for o in &mut prov.outputs {
+        if o.path == "ledger.parquet" {
+            o.sha256 = new_hash.clone();
+        }
+    }
+    std::fs::write(&prov_path, serde_json::to_string_pretty(&prov).unwrap()).unwrap();
+    let rep = pipeline::provenance::verify(&run_dir, true).unwrap();
+    assert_eq!(rep.differences.len(), 1, "{:?}", rep.differences);
+    assert!(
+        rep.differences[0].contains(&format!(
+            "archive `{victim}` is verified in the store, but the ledger has no good row"
+        )),
+        "{:?}",
+        rep.differences
+    );
+    // Pins: a provenance whose archive names another location than the ledger's.
+    let mut prov: pipeline::provenance::Provenance = serde_json::from_str(&original_prov).unwrap();
+    // (the ledger restored: written again from its original rows, it hashes as before)
+    rows[0].actual_sha256 = Some(rows[0].expected_sha256.clone());
+    ingest::ledger::write_ledger(&ledger_path, &rows).unwrap();
+    prov.archives[0].locations[0].uri = "file:elsewhere.tar.gz".into();
+    std::fs::write(&prov_path, serde_json::to_string_pretty(&prov).unwrap()).unwrap();
+    let rep = pipeline::provenance::verify(&run_dir, false).unwrap();
+    assert_eq!(rep.differences.len(), 1, "{:?}", rep.differences);
+    assert!(
+        rep.differences[0].contains(&format!(
+            "archive `{}`: its locations and pins differ from the ledger's",
+            prov.archives[0].archive_id
+        )),
+        "{:?}",
+        rep.differences
+    );
+}
+
 fn flip_byte(p: &Path) {
     let mut b = std::fs::read(p).unwrap();
     let i = b.len() / 2;

@@ -118,13 +118,56 @@ fn the_walkthrough_pins_runs_and_verifies_over_the_emulators() {
         assert!(got.file.is_none());
     }
     // Every archive was fetched and verified from both places.
-    let ledger = frames::read_frame(
-        &dir.path().join("study/run/ledger.parquet"),
-        "ledger",
-        model::run_dir::FRAME_SCHEMA_VERSION,
+    let ledger = ingest::ledger::read_ledger(&dir.path().join("study/run/ledger.parquet")).unwrap();
+    assert_eq!(ledger.len(), 2 * demo.archives.len());
+    // provenance.json records, per archive, the pins it was fetched under (the GCS
+    // generation and the Hub commit of the manifest, and the commit the Hub resolved),
+    // and the build that wrote it.
+    let prov: pipeline::provenance::Provenance = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("study/run/provenance.json")).unwrap(),
     )
     .unwrap();
-    assert_eq!(ledger.height(), 2 * demo.archives.len());
+    assert_eq!(prov.archives.len(), pinned.archives.len());
+    for a in &pinned.archives {
+        let p = prov
+            .archives
+            .iter()
+            .find(|p| p.archive_id == a.archive_id)
+            .unwrap();
+        let kinds: Vec<&str> = p
+            .locations
+            .iter()
+            .map(|l| l.location_kind.as_str())
+            .collect();
+        assert_eq!(kinds, ["gcs", "hf"], "{}", a.archive_id);
+        let (gcs, hf) = (&p.locations[0], &p.locations[1]);
+        assert_eq!(
+            gcs.generation,
+            Some(a.gcs.as_ref().unwrap().generation),
+            "{}",
+            a.archive_id
+        );
+        let commit = &a.hf.as_ref().unwrap().revision;
+        assert_eq!(hf.revision.as_ref(), Some(commit), "{}", a.archive_id);
+        assert_eq!(
+            hf.resolved_commit.as_ref(),
+            Some(commit),
+            "{}",
+            a.archive_id
+        );
+        assert!(
+            p.locations
+                .iter()
+                .all(|l| l.verdict == "verified" && !l.served_from_store),
+            "{:?}",
+            p.locations
+        );
+    }
+    let pipeline_exe = std::fs::read(bin_dir.join("pipeline")).unwrap();
+    assert_eq!(
+        prov.build.executable_sha256,
+        hex::encode(<sha2::Sha256 as sha2::Digest>::digest(&pipeline_exe))
+    );
     let report: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.path().join("study/manifest.pin.json")).unwrap(),
     )
