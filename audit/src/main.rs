@@ -51,8 +51,9 @@ enum Cmd {
     /// clipping and exclusions.parquet equal the re-derivation.
     ///
     /// An excluded attempt is shown the same way: its exclusion record and whatever evidence
-    /// exists (an attempt without a readable generation start has no intervals: its start
-    /// files and timer lines are listed without offsets).
+    /// exists (an attempt without a readable generation start or timers file has no
+    /// intervals and no rows in requests or clipping.parquet: its start files and timer
+    /// lines are listed without offsets). See docs/FORMAT.md, "Auditing one attempt".
     ///
     /// Exit 0 when consistent, 1 when a frame differs (each difference printed) or the
     /// archive fails verification, 2 for an unknown or ambiguous id (candidates listed).

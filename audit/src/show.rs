@@ -70,9 +70,13 @@ pub struct ShowDocument {
     pub request_start_files: u32,
     /// One entry per kept request interval (clipped, merged), in start order.
     pub requests: Vec<ShowRequest>,
+    /// The requests were reconstructed: the generation start and the timers file (an
+    /// absent one is no timers) are readable. When not, the attempt has no rows in
+    /// `requests` or `clipping.parquet` and `unplaced` lists what was found, without offsets.
+    pub reconstructed: bool,
     /// Requests with no kept interval: dropped by clipping, orphan timers, a missing timer
-    /// without a generation end, and every request when the attempt has no generation start
-    /// (then nothing was reconstructed and no offsets are given).
+    /// without a generation end; every request-start file and timer line found when the
+    /// requests were not reconstructed.
     pub unplaced: Vec<RequestEvidence>,
     /// Every clipping record of the attempt, in the order of `clipping.parquet`.
     pub clipping: Vec<ShowClip>,
@@ -303,10 +307,13 @@ pub fn show_attempt(
         .find(|x| (&x.archive_id, &x.member_prefix) == (&row.archive_id, &row.member_prefix))
         .expect("the attempt itself");
 
-    let timers = timer_text
+    let parsed = timer_text
         .as_deref()
-        .and_then(|b| parse_timer_lines(b, &timers_member).ok())
-        .unwrap_or_default();
+        .map(|b| parse_timer_lines(b, &timers_member));
+    // The audit reconstructs the requests when the generation start and the timers file
+    // (an absent one is no timers) are readable.
+    let reconstructed = a.gen_start.is_some() && !matches!(parsed, Some(Err(_)));
+    let timers = parsed.and_then(Result::ok).unwrap_or_default();
     let timer_evidence = |seq: u64| {
         let (elapsed_ns, line) = *timers.get(&seq)?;
         let text = std::str::from_utf8(timer_text.as_deref()?).ok()?;
@@ -371,14 +378,15 @@ pub fn show_attempt(
             }
         })
         .collect();
-    let unplaced: Vec<RequestEvidence> = if gs.is_some() {
+    let unplaced: Vec<RequestEvidence> = if reconstructed {
         pieces
             .iter()
             .filter(|p| p.clipped.is_none())
             .map(evidence)
             .collect()
     } else {
-        // Nothing was reconstructed: every start file and timer record, without offsets.
+        // Nothing was reconstructed: every start file and readable timer line, without
+        // offsets.
         let mut seqs: Vec<u64> = notes.starts.keys().chain(timers.keys()).copied().collect();
         seqs.sort_unstable();
         seqs.dedup();
@@ -442,6 +450,7 @@ pub fn show_attempt(
             .collect(),
         request_start_files: a.n_requests,
         requests,
+        reconstructed,
         unplaced,
         clipping,
         consistent: differences.is_empty(),
@@ -664,7 +673,7 @@ fn span(s: Option<f64>, e: Option<f64>) -> String {
     match (s, e) {
         (Some(s), Some(e)) => format!("[{s}, {e}) {} s", e - s),
         (Some(s), None) => format!("[{s}, no end)"),
-        _ => "-".into(),
+        _ => "none".into(),
     }
 }
 
@@ -775,7 +784,7 @@ pub fn render_text(d: &ShowDocument) -> String {
         d.request_start_files,
         d.requests.len()
     );
-    let reconstructed = l.gen_start.is_some();
+    let reconstructed = d.reconstructed;
     for r in &d.requests {
         let _ = writeln!(
             s,
@@ -797,14 +806,14 @@ pub fn render_text(d: &ShowDocument) -> String {
             if reconstructed {
                 "without a kept interval"
             } else {
-                "not reconstructed (no generation start)"
+                "not reconstructed (no readable generation start or timers file)"
             }
         );
         for e in &d.unplaced {
             evidence_lines(&mut s, &d.member_prefix, reconstructed, e);
         }
     }
-    let _ = writeln!(s, "clipping ({} records)", d.clipping.len());
+    let _ = writeln!(s, "clipping ({} record(s))", d.clipping.len());
     for c in &d.clipping {
         let off = |x: Option<f64>| l.gen_start.and_then(|g| Some(x? - g));
         let touched = if c.request_lines.is_empty() {

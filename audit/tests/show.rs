@@ -90,6 +90,20 @@ fn full_corpus_with_extras(dir: &Path, dup: &PlannedAttempt, bad: &PlannedAttemp
         &serde_json::to_vec(&identity).unwrap(),
         "1757462400.5",
     );
+    // No identity or result: a start file and a timer line, never reconstructed.
+    let pre = "deepswe/repo97__issue-99997/repo97__issue-99997__a0/";
+    append_file(
+        &mut b,
+        &format!("{pre}requests/00001.start"),
+        b"",
+        "1757462401.25",
+    );
+    append_file(
+        &mut b,
+        &format!("{pre}timers.jsonl"),
+        b"{\"seq\":1,\"elapsed_ns\":1500000000}\n",
+        "1757462410",
+    );
     let bytes = b.into_inner().unwrap().finish().unwrap();
     let file = format!("archives/{EXTRA}.tar.zst");
     std::fs::write(dir.join(&file), &bytes).unwrap();
@@ -104,7 +118,7 @@ fn full_corpus_with_extras(dir: &Path, dup: &PlannedAttempt, bad: &PlannedAttemp
         bytes.len()
     ));
     std::fs::write(&manifest, m).unwrap();
-    // deepswe: three more census attempts; both copies of `dup` and the two others out.
+    // deepswe: four more census attempts; both copies of `dup` and the three others out.
     let e = &summary.expected["deepswe"];
     let yaml_path = dir.join("pipeline.yaml");
     let yaml = std::fs::read_to_string(&yaml_path).unwrap();
@@ -114,8 +128,8 @@ fn full_corpus_with_extras(dir: &Path, dup: &PlannedAttempt, bad: &PlannedAttemp
     );
     assert!(yaml.contains(&old), "{yaml}");
     let new = format!(
-        "expect: {{ audited: {}, included: {}, pilot: {}, excluded: {{ infrastructure_failure: {}, duplicate_attempt: 2, malformed_record: 1, missing_file: 1 }}, flagged: {{ llm_query_error: 1 }} }}",
-        e.audited + 3,
+        "expect: {{ audited: {}, included: {}, pilot: {}, excluded: {{ infrastructure_failure: {}, duplicate_attempt: 2, malformed_record: 1, missing_file: 2 }}, flagged: {{ llm_query_error: 1 }} }}",
+        e.audited + 4,
         e.included - 1,
         e.pilot,
         e.excluded["infrastructure_failure"]
@@ -129,6 +143,7 @@ fn full_corpus_with_extras(dir: &Path, dup: &PlannedAttempt, bad: &PlannedAttemp
 fn show(cfg: &model::LoadedConfig, a: &PlannedAttempt) -> ShowDocument {
     let d = show_attempt(cfg, &a.attempt_id, None, None).unwrap();
     assert!(d.consistent, "{}: {:?}", a.attempt_id, d.differences);
+    assert!(d.reconstructed);
     assert_eq!(d.member_prefix, prefix(a));
     assert_eq!(d.lifetime.identity_mtime, Some(pax_time(a.gen_start_ns)));
     assert_eq!(d.lifetime.gen_start, Some(secs(a.gen_start_ns)));
@@ -415,6 +430,49 @@ fn full_demo_every_reason_with_its_evidence() {
         (None, None)
     );
     assert!(x.requests.is_empty() && x.unplaced.is_empty() && x.clipping.is_empty());
+
+    // missing_file without an identity: nothing reconstructed; the start file and the
+    // timer line are listed without offsets.
+    let x = show_attempt(&cfg, "repo97__issue-99997__a0", None, None).unwrap();
+    assert!(x.consistent, "{:?}", x.differences);
+    let pre = "deepswe/repo97__issue-99997/repo97__issue-99997__a0/";
+    assert_eq!(
+        x.exclusion_detail,
+        Some(format!("missing {pre}identity.json, {pre}result.json"))
+    );
+    assert_eq!(
+        (
+            x.reconstructed,
+            x.lifetime.identity_mtime.clone(),
+            x.lifetime.gen_start
+        ),
+        (false, None, None)
+    );
+    assert!(x.requests.is_empty() && x.clipping.is_empty());
+    assert_eq!(x.unplaced.len(), 1);
+    let u = &x.unplaced[0];
+    assert_eq!(
+        (
+            u.seq,
+            u.start_member.clone(),
+            u.start_mtime.as_deref(),
+            u.raw_start_offset_s
+        ),
+        (
+            1,
+            Some(format!("{pre}requests/00001.start")),
+            Some("1757462401.25"),
+            None
+        )
+    );
+    let t = u.timer.as_ref().unwrap();
+    assert_eq!(
+        (t.line, t.record.as_str(), t.elapsed_ns),
+        (1, r#"{"seq":1,"elapsed_ns":1500000000}"#, 1_500_000_000)
+    );
+    assert!(
+        audit::show::render_text(&x).contains("  not reconstructed (no readable generation start or timers file)\n      seq 1: start requests/00001.start mtime 1757462401.25; timer timers.jsonl:1 {\"seq\":1,\"elapsed_ns\":1500000000}\nclipping (0 record(s))\n")
+    );
 
     // Clip reasons: the first census attempt (plan order) with each injected anomaly.
     let anomalous = |f: &dyn Fn(&PlannedAttempt, usize) -> bool| {
