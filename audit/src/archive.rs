@@ -72,6 +72,9 @@ pub struct Member {
     pub kind: MemberKind,
     /// Its time, or the reason the PAX record could not be read.
     pub mtime: Result<MemberTime, String>,
+    /// The time as written: the PAX `mtime` value (the member's own record or the latest
+    /// global header's), else the ustar field's decimal seconds.
+    pub mtime_text: String,
     /// Declared size in bytes.
     pub size: u64,
 }
@@ -279,8 +282,9 @@ pub fn scan_tar_stream(
     let mut tar = tar::Archive::new(counting);
     let mut stats = ScanStats::default();
     let mut last_member: Option<String> = None;
-    // The `mtime` of the latest global PAX header, for members without their own.
-    let mut global_mtime: Option<Result<MemberTime, String>> = None;
+    // The `mtime` of the latest global PAX header (and its text), for members without
+    // their own.
+    let mut global_mtime: Option<(Result<MemberTime, String>, String)> = None;
     let stream_err = |last: &Option<String>, e: io::Error| {
         let msg = e.to_string();
         if msg.contains(LIMIT_MESSAGE) {
@@ -376,23 +380,25 @@ pub fn scan_tar_stream(
                     let ext = match ext {
                         Ok(x) => x,
                         Err(e) => {
-                            mtime = Some(Err(format!("unreadable PAX record: {e}")));
+                            mtime =
+                                Some((Err(format!("unreadable PAX record: {e}")), String::new()));
                             break;
                         }
                     };
                     if ext.key_bytes() == b"mtime" {
                         let v = String::from_utf8_lossy(ext.value_bytes()).into_owned();
-                        mtime = Some(
+                        mtime = Some((
                             parse_epoch_decimal(&v)
                                 .ok_or_else(|| format!("PAX mtime `{v}` is not a decimal time")),
-                        );
+                            v,
+                        ));
                     }
                 }
             }
-            let mtime = mtime.or_else(|| global_mtime.clone()).unwrap_or_else(|| {
-                entry
-                    .header()
-                    .mtime()
+            let (mtime, mtime_text) = mtime.or_else(|| global_mtime.clone()).unwrap_or_else(|| {
+                let ustar = entry.header().mtime();
+                let text = ustar.as_ref().map(u64::to_string).unwrap_or_default();
+                let t = ustar
                     .map_err(|e| format!("unreadable ustar mtime: {e}"))
                     .and_then(|s| {
                         i64::try_from(s)
@@ -403,13 +409,15 @@ pub fn scan_tar_stream(
                                 nanos,
                             })
                             .ok_or_else(|| format!("ustar mtime {s} out of range"))
-                    })
+                    });
+                (t, text)
             });
             let size = entry.header().size().unwrap_or(0);
             let member = Member {
                 path,
                 kind,
                 mtime,
+                mtime_text,
                 size,
             };
             visit(&member, &mut entry)?;
@@ -429,21 +437,27 @@ const MAX_GLOBAL_HEADER_BYTES: u64 = 1024 * 1024;
 
 /// The `mtime` record of a global PAX header's data, if it has one (the last one wins, as a
 /// later record overrides an earlier one): `Some(None)` when its value is empty (POSIX: the
-/// global value is removed), else the time or why it cannot be read.
-#[allow(clippy::option_option)]
-fn global_pax_mtime(records: &[u8]) -> Option<Option<Result<MemberTime, String>>> {
+/// global value is removed), else the time or why it cannot be read, with the value as
+/// written.
+#[allow(clippy::option_option, clippy::type_complexity)]
+fn global_pax_mtime(records: &[u8]) -> Option<Option<(Result<MemberTime, String>, String)>> {
     let mut mtime = None;
     for ext in tar::PaxExtensions::new(records) {
         match ext {
-            Err(e) => return Some(Some(Err(format!("unreadable global PAX record: {e}")))),
+            Err(e) => {
+                return Some(Some((
+                    Err(format!("unreadable global PAX record: {e}")),
+                    String::new(),
+                )));
+            }
             Ok(x) if x.key_bytes() == b"mtime" && x.value_bytes().is_empty() => {
                 mtime = Some(None);
             }
             Ok(x) if x.key_bytes() == b"mtime" => {
                 let v = String::from_utf8_lossy(x.value_bytes()).into_owned();
-                mtime = Some(Some(parse_epoch_decimal(&v).ok_or_else(|| {
-                    format!("global PAX mtime `{v}` is not a decimal time")
-                })));
+                let t = parse_epoch_decimal(&v)
+                    .ok_or_else(|| format!("global PAX mtime `{v}` is not a decimal time"));
+                mtime = Some(Some((t, v)));
             }
             Ok(_) => {}
         }

@@ -441,7 +441,12 @@ pub fn parse_completed_utc(s: &str) -> Result<MemberTime, String> {
     Ok(MemberTime { seconds, nanos })
 }
 
-fn parse_timers(bytes: &[u8], member: &str) -> Result<BTreeMap<u64, u64>, String> {
+/// The timers file, seq -> (elapsed nanoseconds, 1-based line number); a malformed line or
+/// a seq twice is refused, naming the member and line.
+pub fn parse_timer_lines(
+    bytes: &[u8],
+    member: &str,
+) -> Result<BTreeMap<u64, (u64, usize)>, String> {
     let text = std::str::from_utf8(bytes).map_err(|_| format!("`{member}` is not UTF-8"))?;
     let mut out = BTreeMap::new();
     for (i, line) in text.lines().enumerate() {
@@ -450,7 +455,7 @@ fn parse_timers(bytes: &[u8], member: &str) -> Result<BTreeMap<u64, u64>, String
         }
         let t: TimerRecord =
             serde_json::from_str(line).map_err(|e| format!("`{member}` line {}: {e}", i + 1))?;
-        if out.insert(t.seq, t.elapsed_ns).is_some() {
+        if out.insert(t.seq, (t.elapsed_ns, i + 1)).is_some() {
             return Err(format!(
                 "`{member}` line {}: seq {} appears twice",
                 i + 1,
@@ -459,6 +464,13 @@ fn parse_timers(bytes: &[u8], member: &str) -> Result<BTreeMap<u64, u64>, String
         }
     }
     Ok(out)
+}
+
+fn parse_timers(bytes: &[u8], member: &str) -> Result<BTreeMap<u64, u64>, String> {
+    Ok(parse_timer_lines(bytes, member)?
+        .into_iter()
+        .map(|(seq, (elapsed, _))| (seq, elapsed))
+        .collect())
 }
 
 /// Reconstruct one attempt from its evidence.

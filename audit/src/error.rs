@@ -57,9 +57,16 @@ pub enum AuditError {
         /// Each difference.
         differences: Vec<String>,
     },
-    /// `audit extract` could not find or place an attempt.
+    /// `audit extract` could not place an attempt's files.
     #[error("{0}")]
     Extract(String),
+    /// `audit show` / `audit extract`: the attempt id is unknown or names several attempts
+    /// (the message lists the candidates). A refusal: exit 2.
+    #[error("{0}")]
+    Lookup(String),
+    /// `audit show`: the attempt cannot be re-derived (it is no longer in its archive).
+    #[error("{0}")]
+    Show(String),
     /// A JSON document of the run (`audit.json`) is of another version or malformed.
     #[error(transparent)]
     Document(model::run_dir::DocumentError),

@@ -28,46 +28,109 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> AuditError + '_ {
     }
 }
 
-/// Find an attempt in `attempts.parquet`: (archive id, member prefix).
-pub fn locate_attempt(
-    cfg: &LoadedConfig,
-    attempt_id: &str,
-    workload: Option<&str>,
-) -> Result<(String, String), AuditError> {
+/// One row of `attempts.parquet` as the lookup of an attempt id sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptRow {
+    /// Workload.
+    pub workload: String,
+    /// Attempt id.
+    pub attempt_id: String,
+    /// `census` or `pilot` (absent when the identity file was unreadable).
+    pub run: Option<String>,
+    /// Archive the attempt came from.
+    pub archive_id: String,
+    /// The attempt directory inside the archive.
+    pub member_prefix: String,
+}
+
+impl AttemptRow {
+    /// `workload archive_id:member_prefix`, as candidates are listed.
+    pub fn place(&self) -> String {
+        format!(
+            "{} {}:{}",
+            self.workload, self.archive_id, self.member_prefix
+        )
+    }
+}
+
+/// Every row of `attempts.parquet` with this attempt id (any workload, any archive).
+pub fn attempt_rows(cfg: &LoadedConfig, attempt_id: &str) -> Result<Vec<AttemptRow>, AuditError> {
     use crate::schema::ATTEMPTS;
     let p = RunDir::new(&cfg.run_dir).file(&format!("{}.parquet", ATTEMPTS.name));
     let df = frames::read_declared(&p, &ATTEMPTS, model::run_dir::FRAME_SCHEMA_VERSION)?;
     let col = |n: &str| frames::str_values(&df, &p, n);
     let ids = col(const { ATTEMPTS.column("attempt_id") })?;
     let wls = col(const { ATTEMPTS.column("workload") })?;
+    let runs = col(const { ATTEMPTS.column("run") })?;
     let arcs = col(const { ATTEMPTS.column("archive_id") })?;
     let pre = col(const { ATTEMPTS.column("member_prefix") })?;
-    let hits: Vec<usize> = (0..ids.len())
+    Ok((0..ids.len())
         .filter(|&i| ids[i].as_deref() == Some(attempt_id))
-        .filter(|&i| workload.is_none_or(|w| wls[i].as_deref() == Some(w)))
+        .map(|i| AttemptRow {
+            workload: wls[i].clone().unwrap_or_default(),
+            attempt_id: attempt_id.to_string(),
+            run: runs[i].clone(),
+            archive_id: arcs[i].clone().unwrap_or_default(),
+            member_prefix: pre[i].clone().unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// Find exactly one attempt in `attempts.parquet` by id, narrowed by workload and archive
+/// when given. An unknown id, or one that names several attempts, is refused
+/// ([`AuditError::Lookup`]) with the candidates listed.
+pub fn find_attempt(
+    cfg: &LoadedConfig,
+    attempt_id: &str,
+    workload: Option<&str>,
+    archive: Option<&str>,
+) -> Result<AttemptRow, AuditError> {
+    let rows = attempt_rows(cfg, attempt_id)?;
+    let hits: Vec<&AttemptRow> = rows
+        .iter()
+        .filter(|r| workload.is_none_or(|w| r.workload == w))
+        .filter(|r| archive.is_none_or(|a| r.archive_id == a))
         .collect();
+    let list = |v: &[&AttemptRow]| v.iter().map(|r| r.place()).collect::<Vec<_>>().join(", ");
     match hits.as_slice() {
-        [i] => Ok((
-            arcs[*i].clone().unwrap_or_default(),
-            pre[*i].clone().unwrap_or_default(),
-        )),
-        [] => Err(AuditError::Extract(format!(
-            "attempt `{attempt_id}` is not in {}",
-            p.display()
+        [r] => Ok((*r).clone()),
+        [] if rows.is_empty() => Err(AuditError::Lookup(format!(
+            "attempt `{attempt_id}` is not in attempts.parquet of {}",
+            cfg.run_dir.display()
         ))),
-        many => Err(AuditError::Extract(format!(
-            "attempt `{attempt_id}` appears {} times ({}); name the workload with --workload",
-            many.len(),
-            many.iter()
-                .map(|&i| format!(
-                    "{}:{}",
-                    arcs[i].clone().unwrap_or_default(),
-                    pre[i].clone().unwrap_or_default()
-                ))
-                .collect::<Vec<_>>()
-                .join(", ")
+        [] => Err(AuditError::Lookup(format!(
+            "no attempt `{attempt_id}`{}{}; candidates: {}",
+            workload
+                .map(|w| format!(" in workload `{w}`"))
+                .unwrap_or_default(),
+            archive
+                .map(|a| format!(" in archive `{a}`"))
+                .unwrap_or_default(),
+            list(&rows.iter().collect::<Vec<_>>())
         ))),
+        many => {
+            let hint = if many.iter().any(|r| r.workload != many[0].workload) {
+                "name one with --workload"
+            } else {
+                "name one with --archive"
+            };
+            Err(AuditError::Lookup(format!(
+                "attempt `{attempt_id}` is ambiguous, {} candidates: {}; {hint}",
+                many.len(),
+                list(many)
+            )))
+        }
     }
+}
+
+/// Find an attempt in `attempts.parquet`: (archive id, member prefix). See [`find_attempt`].
+pub fn locate_attempt(
+    cfg: &LoadedConfig,
+    attempt_id: &str,
+    workload: Option<&str>,
+) -> Result<(String, String), AuditError> {
+    let r = find_attempt(cfg, attempt_id, workload, None)?;
+    Ok((r.archive_id, r.member_prefix))
 }
 
 /// Extract the attempt at `member_prefix` of `archive_id` into `to` (paths as in the

@@ -20,6 +20,19 @@ pub struct ClipRecord {
     pub seconds_removed: f64,
 }
 
+/// One request before merging: its interval as recorded and after clipping (absolute epoch
+/// seconds), for showing how each kept interval was built (`audit show`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestPiece {
+    /// Sequence number.
+    pub seq: u64,
+    /// Start mtime and end (start + timer, or the generation end for a missing timer; no
+    /// end when neither exists); absent for an orphan timer.
+    pub raw: Option<(f64, Option<f64>)>,
+    /// After clipping to the lifetime; absent when dropped.
+    pub clipped: Option<(f64, f64)>,
+}
+
 /// The result of reconstructing one attempt's requests.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct RequestReconstruction {
@@ -27,6 +40,8 @@ pub struct RequestReconstruction {
     pub intervals: Vec<RequestInterval>,
     /// Every clip, drop, merge and anomaly, in the order applied.
     pub records: Vec<ClipRecord>,
+    /// Every request seq before merging, in seq order.
+    pub pieces: Vec<RequestPiece>,
 }
 
 impl RequestReconstruction {
@@ -51,6 +66,7 @@ pub fn reconstruct(
     let ge = lifetime.end;
     let mut records = Vec::new();
     let mut kept: Vec<RequestInterval> = Vec::new();
+    let mut pieces = Vec::new();
     let mut seqs: Vec<u64> = starts.keys().chain(timers.keys()).copied().collect();
     seqs.sort_unstable();
     seqs.dedup();
@@ -63,6 +79,11 @@ pub fn reconstruct(
                     raw: None,
                     kept: None,
                     seconds_removed: elapsed as f64 / 1e9,
+                });
+                pieces.push(RequestPiece {
+                    seq,
+                    raw: None,
+                    clipped: None,
                 });
                 continue;
             }
@@ -87,6 +108,11 @@ pub fn reconstruct(
                         kept: None,
                         seconds_removed: 0.0,
                     });
+                    pieces.push(RequestPiece {
+                        seq,
+                        raw: Some((s, None)),
+                        clipped: None,
+                    });
                     continue;
                 }
             },
@@ -102,6 +128,11 @@ pub fn reconstruct(
                 raw: Some((start, Some(end))),
                 kept: None,
                 seconds_removed: (end - start).max(0.0),
+            });
+            pieces.push(RequestPiece {
+                seq,
+                raw: Some((start, Some(end))),
+                clipped: None,
             });
             continue;
         }
@@ -128,6 +159,11 @@ pub fn reconstruct(
                 seconds_removed: end - ke,
             });
         }
+        pieces.push(RequestPiece {
+            seq,
+            raw: Some((start, Some(end))),
+            clipped: Some((ks, ke)),
+        });
         kept.push(RequestInterval {
             seqs: vec![seq],
             start: ks,
@@ -135,7 +171,11 @@ pub fn reconstruct(
         });
     }
     let intervals = merge(kept, &mut records);
-    RequestReconstruction { intervals, records }
+    RequestReconstruction {
+        intervals,
+        records,
+        pieces,
+    }
 }
 
 /// Merge intervals that overlap or touch (`next.start <= current.end`, exact comparison),

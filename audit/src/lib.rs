@@ -13,6 +13,8 @@ pub mod intervals;
 pub mod output;
 #[cfg(feature = "frames")]
 pub mod schema;
+#[cfg(feature = "frames")]
+pub mod show;
 
 pub use error::AuditError;
 #[cfg(feature = "frames")]

@@ -37,6 +37,40 @@ enum Cmd {
         #[arg(long)]
         to: PathBuf,
     },
+    /// Show how one attempt's figures derive from its archive's bytes, and check them
+    /// against the frames.
+    ///
+    /// Reads `attempts.parquet` to find the attempt, streams its one archive from the
+    /// verified store (re-checking its SHA256 and size against the manifest), re-derives the
+    /// attempt with the audit's own code and prints: identity; lifetime (the identity file's
+    /// mtime and `completed_utc` as written); cohort outcome (exclusion reason and detail,
+    /// termination, flag, pilot, other copies); one line per kept request interval with each
+    /// request's start member and mtime as written, its timer line, and its interval before
+    /// and after clipping (seconds after the generation start); every clipping record with
+    /// the request lines it touched; and whether the attempt's rows in attempts, requests,
+    /// clipping and exclusions.parquet equal the re-derivation.
+    ///
+    /// An excluded attempt is shown the same way: its exclusion record and whatever evidence
+    /// exists (an attempt without a readable generation start or timers file has no
+    /// intervals and no rows in requests or clipping.parquet: its start files and timer
+    /// lines are listed without offsets). See docs/FORMAT.md, "Auditing one attempt".
+    ///
+    /// Exit 0 when consistent, 1 when a frame differs (each difference printed) or the
+    /// archive fails verification, 2 for an unknown or ambiguous id (candidates listed).
+    Show {
+        /// Attempt id.
+        #[arg(long)]
+        attempt: String,
+        /// Workload, when the id is in several workloads.
+        #[arg(long)]
+        workload: Option<String>,
+        /// Archive id, when the id is in several archives (a duplicate).
+        #[arg(long)]
+        archive: Option<String>,
+        /// Print one JSON document (schemas/show.schema.json) instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -87,7 +121,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
         }) => {
             let (archive, prefix) =
                 audit::extract::locate_attempt(&cfg, &attempt, workload.as_deref())
-                    .map_err(|e| (1, e.into()))?;
+                    .map_err(exit_code)?;
             let x = audit::extract::extract_attempt(&cfg, &archive, &prefix, &to)
                 .map_err(|e| (1, e.into()))?;
             println!(
@@ -99,5 +133,45 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
             );
             Ok(())
         }
+        Some(Cmd::Show {
+            attempt,
+            workload,
+            archive,
+            json,
+        }) => {
+            let doc =
+                audit::show::show_attempt(&cfg, &attempt, workload.as_deref(), archive.as_deref())
+                    .map_err(exit_code)?;
+            let text = if json {
+                serde_json::to_string_pretty(&doc).expect("show document serializes") + "\n"
+            } else {
+                audit::show::render_text(&doc)
+            };
+            // A closed pipe (`| head`) ends the output quietly.
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+            if doc.consistent {
+                Ok(())
+            } else {
+                Err((
+                    1,
+                    anyhow::anyhow!(
+                        "attempt `{}` as re-derived from archive `{}` differs from the frames in {} value(s)",
+                        doc.attempt_id,
+                        doc.archive_id,
+                        doc.differences.len()
+                    ),
+                ))
+            }
+        }
     }
+}
+
+/// An unknown or ambiguous attempt id is bad input (2); anything else failed (1).
+fn exit_code(e: audit::AuditError) -> (u8, anyhow::Error) {
+    let code = if matches!(e, audit::AuditError::Lookup(_)) {
+        2
+    } else {
+        1
+    };
+    (code, e.into())
 }

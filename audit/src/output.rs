@@ -63,6 +63,61 @@ pub fn write_frames(
         written.push(p);
         Ok(())
     };
+    put("attempts", &mut attempts_frame(attempts))?;
+    put("clipping", &mut clipping_frame(attempts))?;
+    put("exclusions", &mut exclusions_frame(attempts))?;
+
+    // blobs and attempt_blobs.
+    let mut sizes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    let mut ab = Vec::new();
+    for a in attempts {
+        for b in &a.blobs {
+            let v = sizes.entry(b.digest.clone()).or_default();
+            if !v.contains(&b.compressed_bytes) {
+                v.push(b.compressed_bytes);
+            }
+            ab.push((a, b));
+        }
+    }
+    let conflicts: BTreeMap<String, Vec<u64>> = sizes
+        .iter()
+        .filter(|(_, v)| v.len() > 1)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut df = FrameBuilder::new(sizes.len())
+        .str("digest", sizes.keys().cloned().collect())
+        .u64("compressed_bytes", sizes.values().map(|v| v[0]).collect())
+        .f64(
+            "compressed_gib",
+            sizes.values().map(|v| v[0] as f64 / model::GIB).collect(),
+        )
+        .finish();
+    put("blobs", &mut df)?;
+    let mut df = FrameBuilder::new(ab.len())
+        .str(
+            "workload",
+            ab.iter().map(|r| r.0.workload.as_str().into()).collect(),
+        )
+        .str(
+            "attempt_id",
+            ab.iter().map(|r| r.0.attempt_id.clone()).collect(),
+        )
+        .str("digest", ab.iter().map(|r| r.1.digest.clone()).collect())
+        .str(
+            "archive_sha256",
+            ab.iter().map(|r| r.0.archive_sha256.clone()).collect(),
+        )
+        .str(
+            "member_prefix",
+            ab.iter().map(|r| r.0.member_prefix.clone()).collect(),
+        )
+        .finish();
+    put("attempt_blobs", &mut df)?;
+    Ok((written, conflicts))
+}
+
+/// The attempts frame of these attempts (one row each, in the given order).
+pub fn attempts_frame(attempts: &[AuditedAttempt]) -> polars::prelude::DataFrame {
     let n = attempts.len();
     let s = |f: &dyn Fn(&AuditedAttempt) -> String| attempts.iter().map(f).collect::<Vec<_>>();
     let os =
@@ -75,7 +130,7 @@ pub fn write_frames(
             .map(|a| a.result.as_ref().and_then(f))
             .collect::<Vec<_>>()
     };
-    let mut df = FrameBuilder::new(n)
+    FrameBuilder::new(n)
         .str("workload", s(&|a| a.workload.as_str().into()))
         .opt_str("task_id", os(&|a| a.task_id.clone()))
         .str("attempt_id", s(&|a| a.attempt_id.clone()))
@@ -146,9 +201,11 @@ pub fn write_frames(
             attempts.iter().map(|a| a.flag.is_some()).collect(),
         )
         .opt_str("flag_reason", os(&|a| a.flag.clone()))
-        .finish();
-    put("attempts", &mut df)?;
+        .finish()
+}
 
+/// The clipping frame of these attempts: every change, absolute times, attempt by attempt.
+pub fn clipping_frame(attempts: &[AuditedAttempt]) -> polars::prelude::DataFrame {
     // clipping: every change, absolute times.
     let mut cl = Vec::new();
     for a in attempts {
@@ -156,7 +213,7 @@ pub fn write_frames(
             cl.push((a, c));
         }
     }
-    let mut df = FrameBuilder::new(cl.len())
+    FrameBuilder::new(cl.len())
         .str(
             "workload",
             cl.iter().map(|r| r.0.workload.as_str().into()).collect(),
@@ -202,15 +259,17 @@ pub fn write_frames(
             "member_prefix",
             cl.iter().map(|r| r.0.member_prefix.clone()).collect(),
         )
-        .finish();
-    put("clipping", &mut df)?;
+        .finish()
+}
 
+/// The exclusions frame of these attempts (the excluded ones, in the given order).
+pub fn exclusions_frame(attempts: &[AuditedAttempt]) -> polars::prelude::DataFrame {
     // exclusions.
     let ex: Vec<(&AuditedAttempt, &(model::ExclusionReason, String, String))> = attempts
         .iter()
         .filter_map(|a| a.exclusion.as_ref().map(|e| (a, e)))
         .collect();
-    let mut df = FrameBuilder::new(ex.len())
+    FrameBuilder::new(ex.len())
         .str(
             "workload",
             ex.iter().map(|r| r.0.workload.as_str().into()).collect(),
@@ -237,56 +296,7 @@ pub fn write_frames(
             ex.iter().map(|r| r.0.archive_sha256.clone()).collect(),
         )
         .str("member_path", ex.iter().map(|r| r.1.2.clone()).collect())
-        .finish();
-    put("exclusions", &mut df)?;
-
-    // blobs and attempt_blobs.
-    let mut sizes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut ab = Vec::new();
-    for a in attempts {
-        for b in &a.blobs {
-            let v = sizes.entry(b.digest.clone()).or_default();
-            if !v.contains(&b.compressed_bytes) {
-                v.push(b.compressed_bytes);
-            }
-            ab.push((a, b));
-        }
-    }
-    let conflicts: BTreeMap<String, Vec<u64>> = sizes
-        .iter()
-        .filter(|(_, v)| v.len() > 1)
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let mut df = FrameBuilder::new(sizes.len())
-        .str("digest", sizes.keys().cloned().collect())
-        .u64("compressed_bytes", sizes.values().map(|v| v[0]).collect())
-        .f64(
-            "compressed_gib",
-            sizes.values().map(|v| v[0] as f64 / model::GIB).collect(),
-        )
-        .finish();
-    put("blobs", &mut df)?;
-    let mut df = FrameBuilder::new(ab.len())
-        .str(
-            "workload",
-            ab.iter().map(|r| r.0.workload.as_str().into()).collect(),
-        )
-        .str(
-            "attempt_id",
-            ab.iter().map(|r| r.0.attempt_id.clone()).collect(),
-        )
-        .str("digest", ab.iter().map(|r| r.1.digest.clone()).collect())
-        .str(
-            "archive_sha256",
-            ab.iter().map(|r| r.0.archive_sha256.clone()).collect(),
-        )
-        .str(
-            "member_prefix",
-            ab.iter().map(|r| r.0.member_prefix.clone()).collect(),
-        )
-        .finish();
-    put("attempt_blobs", &mut df)?;
-    Ok((written, conflicts))
+        .finish()
 }
 
 /// The requests frame rows of some attempts (one batch of the streamed frame): merged,

@@ -97,6 +97,7 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
             requests.write(&df)?;
             for x in &mut a {
                 x.requests.intervals = Vec::new();
+                x.requests.pieces = Vec::new();
             }
             attempts.extend(a);
         }

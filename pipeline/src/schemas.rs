@@ -53,5 +53,11 @@ pub fn all_schemas() -> Vec<(String, String)> {
             f.spec.json_schema_text(FRAME_SCHEMA_VERSION),
         ));
     }
+    // `audit show --json`.
+    let show = schemars::schema_for!(audit::show::ShowDocument);
+    out.push((
+        "show.schema.json".to_string(),
+        serde_json::to_string_pretty(&show).expect("schema serializes") + "\n",
+    ));
     out
 }
