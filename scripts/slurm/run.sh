@@ -12,7 +12,8 @@
 # fails, the merge can never start: run.sh cancels it and the shards still queued or running,
 # and exits 1 at once. Ctrl-C (or TERM) cancels both jobs. Other sbatch options (partition,
 # account, time limit, ...) come from sbatch's own input variables: SBATCH_PARTITION,
-# SBATCH_ACCOUNT, SBATCH_TIMELIMIT, ... RUN_POLL sets the seconds between polls (default 5).
+# SBATCH_ACCOUNT, SBATCH_TIMELIMIT, ... RUN_MAX_PARALLEL=K runs at most K shards at once
+# (--array=0-(N-1)%K). RUN_POLL sets the seconds between polls (default 5).
 set -euo pipefail
 
 prog=run.sh
@@ -29,6 +30,11 @@ for c in sbatch scontrol scancel; do
   command -v "$c" >/dev/null 2>&1 || die "$c is not on PATH (is this a Slurm submit host?)"
 done
 poll=${RUN_POLL:-5}
+array_spec="0-$((shards - 1))"
+if [ -n "${RUN_MAX_PARALLEL:-}" ]; then
+  case "$RUN_MAX_PARALLEL" in *[!0-9]* | 0) die "RUN_MAX_PARALLEL must be a positive integer, not '$RUN_MAX_PARALLEL'" ;; esac
+  array_spec="$array_spec%$RUN_MAX_PARALLEL"
+fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 config_dir=$(cd "$(dirname "$config_arg")" && pwd -P)
@@ -48,6 +54,7 @@ cancel_all() {
   [ -n "$array_id" ] && ids+=("$array_id")
   [ ${#ids[@]} -eq 0 ] || scancel "${ids[@]}" 2>/dev/null || true
 }
+# shellcheck disable=SC2317  # called by the trap below
 on_signal() {
   trap - INT TERM
   note "interrupted: cancelling jobs ${array_id:-} ${merge_id:-}"
@@ -56,7 +63,7 @@ on_signal() {
 }
 trap on_signal INT TERM
 
-out=$(sbatch --parsable --array="0-$((shards - 1))" --export=ALL --chdir="$config_dir" \
+out=$(sbatch --parsable --array="$array_spec" --export=ALL --chdir="$config_dir" \
   --output="$log_dir/shard-%A_%a.out" "$here/shards.sbatch") ||
   die "sbatch of the shard array failed"
 array_id=${out%%;*}
@@ -69,7 +76,7 @@ note "submitted shard array $array_id ($shards tasks) and merge $merge_id (after
 field() { # field NAME RECORD: the value of NAME= in one `scontrol show job -o` record
   local v
   v=$(grep -o " $1=[^ ]*" <<<" $2" | head -n 1) || true
-  echo "${v#* $1=}"
+  echo "${v#* "$1"=}"
 }
 terminal() {
   case "$1" in
@@ -79,8 +86,8 @@ terminal() {
 }
 # show JOBID: its records, one a line; retried, since a busy slurmctld may time out.
 show() {
-  local i out
-  for i in 1 2 3 4 5; do
+  local out
+  for _ in 1 2 3 4 5; do
     if out=$(scontrol show job -o "$1" 2>&1); then
       echo "$out"
       return 0
