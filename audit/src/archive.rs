@@ -39,7 +39,7 @@ pub struct ArchiveLimits {
 }
 
 /// A member's modification time: the PAX `mtime` record when present, else the ustar field.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MemberTime {
     /// Epoch seconds, the nearest f64 to the recorded decimal.
     pub seconds: f64,
@@ -80,7 +80,7 @@ pub struct Member {
 }
 
 /// Totals of one scan.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScanStats {
     /// Compressed bytes read (the archive's size).
     pub compressed_bytes: u64,

@@ -356,7 +356,7 @@ impl AttemptCollector {
 }
 
 /// One attempt after reconstruction, before the cohort rules.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct AuditedAttempt {
     /// Workload.
     pub workload: WorkloadId,

@@ -67,6 +67,9 @@ pub enum AuditError {
     /// `audit show`: the attempt cannot be re-derived (it is no longer in its archive).
     #[error("{0}")]
     Show(String),
+    /// The shards cannot be merged (missing, duplicated, foreign).
+    #[error(transparent)]
+    Shards(#[from] model::shard::ShardMergeError),
     /// A JSON document of the run (`audit.json`) is of another version or malformed.
     #[error(transparent)]
     Document(model::run_dir::DocumentError),

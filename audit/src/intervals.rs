@@ -5,7 +5,7 @@ use model::{ClipReason, GenerationLifetime, RequestInterval};
 use std::collections::BTreeMap;
 
 /// One row of `clipping.parquet` (times absolute, epoch seconds).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClipRecord {
     /// Why.
     pub reason: ClipReason,
@@ -22,7 +22,7 @@ pub struct ClipRecord {
 
 /// One request before merging: its interval as recorded and after clipping (absolute epoch
 /// seconds), for showing how each kept interval was built (`audit show`).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RequestPiece {
     /// Sequence number.
     pub seq: u64,
@@ -34,7 +34,7 @@ pub struct RequestPiece {
 }
 
 /// The result of reconstructing one attempt's requests.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct RequestReconstruction {
     /// Merged, clipped, disjoint intervals in start order (absolute epoch seconds).
     pub intervals: Vec<RequestInterval>,

@@ -20,7 +20,7 @@ pub use error::AuditError;
 #[cfg(feature = "frames")]
 mod stage;
 #[cfg(feature = "frames")]
-pub use stage::{AuditReport, AuditStage, run};
+pub use stage::{AuditReport, AuditStage, merge_shards, run, run_shard};
 
 use archive::{ArchiveLimits, ScanStats, scan_archive};
 use attempt::{AttemptCollector, AuditedAttempt, audit_attempt};

@@ -19,12 +19,20 @@ struct Cli {
     /// of this toolkit has written to.
     #[arg(long)]
     force: bool,
+    /// Audit only shard I of N (`I/N`, 0-based) of the manifest's archives, writing its
+    /// parts below `run_dir/shards/I-of-N/`; then `audit --config F merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<model::shard::Shard>,
     #[command(subcommand)]
     command: Option<Cmd>,
 }
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
+    /// Merge the finished shards' parts into the frames and `audit.json`, byte-identical
+    /// to a one-process audit (refused when a shard is missing, of another count, or ran
+    /// another config or manifest).
+    Merge,
     /// Materialize one attempt's files, with their original mtimes, into a directory.
     Extract {
         /// Attempt id.
@@ -90,6 +98,29 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
     let cfg = model::load_config(&cli.config).map_err(|e| (2, e.into()))?;
     match cli.command {
+        None if cli.shard.is_some() => {
+            let shard = cli.shard.expect("checked");
+            let archives = audit::run_shard(
+                &cfg,
+                shard,
+                &audit::AuditOptions {
+                    threads: cli.threads,
+                },
+            )
+            .map_err(exit_code)?;
+            println!(
+                "audit shard {shard}: {} archives, {} attempts, parts in {}",
+                archives.len(),
+                archives.iter().map(|a| a.attempts).sum::<usize>(),
+                shard.dir(&cfg.run_dir).display()
+            );
+            Ok(())
+        }
+        Some(Cmd::Merge) => {
+            let r = audit::merge_shards(&cfg).map_err(exit_code)?;
+            print_cohorts(&r);
+            Ok(())
+        }
         None => {
             let written = model::stage::written_files(&audit::AuditStage, &cfg);
             model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, cli.force, |_, _| false)
@@ -102,16 +133,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
             )
             .context("audit failed")
             .map_err(|e| (1, e))?;
-            for (w, s) in &r.document.workloads {
-                println!(
-                    "{w}: {} audited, {} included, {} excluded, {} pilot, {} flagged",
-                    s.audited,
-                    s.included,
-                    s.excluded,
-                    s.pilot,
-                    s.flagged.len()
-                );
-            }
+            print_cohorts(&r);
             Ok(())
         }
         Some(Cmd::Extract {
@@ -166,9 +188,26 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
     }
 }
 
-/// An unknown or ambiguous attempt id is bad input (2); anything else failed (1).
+fn print_cohorts(r: &audit::AuditReport) {
+    for (w, s) in &r.document.workloads {
+        println!(
+            "{w}: {} audited, {} included, {} excluded, {} pilot, {} flagged",
+            s.audited,
+            s.included,
+            s.excluded,
+            s.pilot,
+            s.flagged.len()
+        );
+    }
+}
+
+/// An unknown or ambiguous attempt id, or shards that cannot be merged, are bad input
+/// (2); anything else failed (1).
 fn exit_code(e: audit::AuditError) -> (u8, anyhow::Error) {
-    let code = if matches!(e, audit::AuditError::Lookup(_)) {
+    let code = if matches!(
+        e,
+        audit::AuditError::Lookup(_) | audit::AuditError::Shards(_)
+    ) {
         2
     } else {
         1

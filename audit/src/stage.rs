@@ -4,8 +4,8 @@ use crate::archive::ScanStats;
 use crate::attempt::AuditedAttempt;
 use crate::output::{self, AuditDocument};
 use crate::{ArchiveAudit, AuditError, AuditOptions, audit_archive, cohort};
-use model::LoadedConfig;
 use model::run_dir::{JSON_FORMAT_VERSION, RunDir};
+use model::{ArchiveSpec, LoadedConfig};
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -28,64 +28,94 @@ pub struct AuditReport {
 /// the frames and `audit.json`, and fail if the cohort differs from the expectations.
 pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, AuditError> {
     let run_dir = RunDir::new(&cfg.run_dir);
-    let sources: BTreeMap<String, String> = cfg
-        .archives
+    let sources_text = sources_text(cfg);
+    let _lock = lock_and_tidy(run_dir.root(), "audit")?;
+    let pool = thread_pool(opts)?;
+    // Each archive's request rows are streamed to the requests frame in manifest order and
+    // then released, so memory follows the batch, not the corpus.
+    let mut requests = output::requests_writer(&run_dir, &sources_text);
+    let mut attempts = Vec::new();
+    let mut archives = Vec::new();
+    scan_in_batches(cfg, &cfg.archives, pool.as_ref(), |spec, mut a, stats| {
+        archives.push(ArchiveAudit {
+            archive_id: spec.archive_id.clone(),
+            stats,
+            attempts: a.len(),
+        });
+        requests.write(&output::requests_batch(&a))?;
+        release_intervals(&mut a);
+        attempts.extend(a);
+        Ok(())
+    })?;
+    requests.finish(&mut output::requests_batch(&[]))?;
+    finish(cfg, &run_dir, attempts, archives, &sources_text)
+}
+
+/// `archive_id=sha256,...` of every archive, sorted (the frames' source metadata).
+fn sources_text(cfg: &LoadedConfig) -> String {
+    cfg.archives
         .iter()
         .map(|a| (a.archive_id.clone(), a.sha256.clone()))
-        .collect();
-    let sources_text = sources
+        .collect::<BTreeMap<_, _>>()
         .iter()
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
-        .join(",");
-    std::fs::create_dir_all(run_dir.root()).map_err(|source| AuditError::Io {
-        path: run_dir.root().to_path_buf(),
+        .join(",")
+}
+
+/// Create `dir`, take its lock, and remove temporary files of a killed earlier write (their
+/// process is gone).
+fn lock_and_tidy(dir: &std::path::Path, holder: &str) -> Result<model::RunLock, AuditError> {
+    std::fs::create_dir_all(dir).map_err(|source| AuditError::Io {
+        path: dir.to_path_buf(),
         source,
     })?;
-    let _lock = model::RunLock::acquire(run_dir.root(), "audit")?;
-    // Temporary files of a killed earlier write (their process is gone) are removed.
-    frames::temp::remove_stale_temp_files(run_dir.root(), frames::temp::temp_name_pid).map_err(
-        |source| AuditError::Io {
-            path: run_dir.root().to_path_buf(),
+    let lock = model::RunLock::acquire(dir, holder)?;
+    frames::temp::remove_stale_temp_files(dir, frames::temp::temp_name_pid).map_err(|source| {
+        AuditError::Io {
+            path: dir.to_path_buf(),
             source,
-        },
-    )?;
-    let pool = match opts.threads {
-        Some(n) => Some(
+        }
+    })?;
+    Ok(lock)
+}
+
+fn thread_pool(opts: &AuditOptions) -> Result<Option<rayon::ThreadPool>, AuditError> {
+    opts.threads
+        .map(|n| {
             rayon::ThreadPoolBuilder::new()
                 .num_threads(n.max(1))
                 .build()
                 .map_err(|e| AuditError::ThreadPool {
                     threads: n,
                     detail: e.to_string(),
-                })?,
-        ),
-        None => None,
-    };
-    // Archives go in fixed batches (independent of the thread count, so the output is
-    // byte-identical); each archive's request rows are streamed to the requests frame in
-    // manifest order and then released, so memory follows the batch, not the corpus.
-    let mut requests = output::requests_writer(&run_dir, &sources_text);
-    let mut attempts = Vec::new();
-    let mut archives = Vec::new();
-    for batch in cfg.archives.chunks(ARCHIVES_PER_BATCH) {
+                })
+        })
+        .transpose()
+}
+
+/// Audit `archives` in fixed batches (independent of the thread count, so the output is
+/// byte-identical), handing each archive's attempts, sorted by (workload, attempt, member
+/// prefix), to `each` in manifest order.
+fn scan_in_batches(
+    cfg: &LoadedConfig,
+    archives: &[ArchiveSpec],
+    pool: Option<&rayon::ThreadPool>,
+    mut each: impl FnMut(&ArchiveSpec, Vec<AuditedAttempt>, ScanStats) -> Result<(), AuditError>,
+) -> Result<(), AuditError> {
+    for batch in archives.chunks(ARCHIVES_PER_BATCH) {
         let work = || -> Vec<Result<(Vec<AuditedAttempt>, ScanStats), AuditError>> {
             batch
                 .par_iter()
                 .map(|spec| audit_archive(cfg, spec))
                 .collect()
         };
-        let results = match &pool {
+        let results = match pool {
             Some(p) => p.install(work),
             None => work(),
         };
         for (spec, r) in batch.iter().zip(results) {
             let (mut a, stats) = r?;
-            archives.push(ArchiveAudit {
-                archive_id: spec.archive_id.clone(),
-                stats,
-                attempts: a.len(),
-            });
             a.sort_by(|x, y| {
                 (x.workload, &x.attempt_id, &x.member_prefix).cmp(&(
                     y.workload,
@@ -93,16 +123,34 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
                     &y.member_prefix,
                 ))
             });
-            let df = output::requests_batch(&a);
-            requests.write(&df)?;
-            for x in &mut a {
-                x.requests.intervals = Vec::new();
-                x.requests.pieces = Vec::new();
-            }
-            attempts.extend(a);
+            each(spec, a, stats)?;
         }
     }
-    requests.finish(&mut output::requests_batch(&[]))?;
+    Ok(())
+}
+
+/// Drop what the requests frame already holds (the counts the attempts frame needs stay).
+fn release_intervals(attempts: &mut [AuditedAttempt]) {
+    for x in attempts {
+        x.requests.intervals = Vec::new();
+        x.requests.pieces = Vec::new();
+    }
+}
+
+/// What needs the whole corpus: the cohort rules, the other frames, `audit.json` and the
+/// expectations. `attempts` are in manifest order of their archives, each archive's sorted.
+fn finish(
+    cfg: &LoadedConfig,
+    run_dir: &RunDir,
+    mut attempts: Vec<AuditedAttempt>,
+    archives: Vec<ArchiveAudit>,
+    sources_text: &str,
+) -> Result<AuditReport, AuditError> {
+    let sources: BTreeMap<String, String> = cfg
+        .archives
+        .iter()
+        .map(|a| (a.archive_id.clone(), a.sha256.clone()))
+        .collect();
     cohort::apply_cohort_rules(&mut attempts);
     attempts.sort_by(|a, b| {
         (a.workload, &a.attempt_id, &a.archive_id, &a.member_prefix).cmp(&(
@@ -113,7 +161,7 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
         ))
     });
     let (mut written, blob_size_conflicts) =
-        output::write_frames(&run_dir, &attempts, &sources_text)?;
+        output::write_frames(run_dir, &attempts, sources_text)?;
     written.insert(1, run_dir.file("requests.parquet"));
     let mut workloads = BTreeMap::new();
     for (w, wc) in cfg.config.workloads.iter() {
@@ -133,7 +181,7 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
         blob_size_conflicts,
         pass: differences.is_empty(),
     };
-    written.push(output::write_audit_json(&run_dir, &document)?);
+    written.push(output::write_audit_json(run_dir, &document)?);
     if !differences.is_empty() {
         return Err(AuditError::Expectations { differences });
     }
@@ -142,6 +190,129 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
         written,
         archives,
     })
+}
+
+/// One archive's part of an audit shard: its scan totals and its attempts (as the frames
+/// want them, before the cohort rules; their request rows are in the requests part beside).
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct ArchivePart {
+    archive_id: String,
+    stats: ScanStats,
+    attempts: Vec<AuditedAttempt>,
+}
+
+/// The files of one archive's part below a shard's directory: the attempts (JSON) and the
+/// request rows (Parquet), named by the archive's position in the manifest.
+fn part_files(dir: &std::path::Path, manifest_index: usize) -> (PathBuf, PathBuf) {
+    let stem = format!("archive-{manifest_index:06}");
+    (
+        dir.join(format!("{stem}.attempts.json")),
+        dir.join(format!("{stem}.requests.parquet")),
+    )
+}
+
+/// `audit --config F --shard I/N`: audit this shard's archives only (the rule of
+/// [`model::shard`]) and write, per archive, its attempts and request rows below
+/// `run_dir/shards/I-of-N/` with a record of what the shard saw. The cohort rules, which
+/// need the whole corpus, wait for [`merge_shards`]. Returns the shard's archives.
+pub fn run_shard(
+    cfg: &LoadedConfig,
+    shard: model::shard::Shard,
+    opts: &AuditOptions,
+) -> Result<Vec<ArchiveAudit>, AuditError> {
+    let dir = shard.dir(&cfg.run_dir);
+    let _lock = lock_and_tidy(&dir, "audit shard")?;
+    let pool = thread_pool(opts)?;
+    let index: BTreeMap<&str, usize> = cfg
+        .archives
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.archive_id.as_str(), i))
+        .collect();
+    let mine = shard.narrow(cfg).archives;
+    let mut archives = Vec::new();
+    scan_in_batches(cfg, &mine, pool.as_ref(), |spec, mut a, stats| {
+        let (attempts_path, requests_path) = part_files(&dir, index[spec.archive_id.as_str()]);
+        let mut df = output::requests_batch(&a);
+        frames::write_frame(
+            &requests_path,
+            &mut df,
+            &frames::FrameMeta::new("requests", model::run_dir::FRAME_SCHEMA_VERSION),
+        )?;
+        release_intervals(&mut a);
+        archives.push(ArchiveAudit {
+            archive_id: spec.archive_id.clone(),
+            stats,
+            attempts: a.len(),
+        });
+        let part = ArchivePart {
+            archive_id: spec.archive_id.clone(),
+            stats,
+            attempts: a,
+        };
+        let text = serde_json::to_string(&part).map_err(|e| {
+            AuditError::Document(model::run_dir::DocumentError::Invalid {
+                path: attempts_path.clone(),
+                detail: e.to_string(),
+            })
+        })?;
+        frames::atomic_write(&attempts_path, text.as_bytes())?;
+        Ok(())
+    })?;
+    let record = model::shard::ShardRecord::new(STAGE_NAME, shard, cfg);
+    let text = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
+    frames::atomic_write(
+        &dir.join(model::shard::ShardRecord::file_name(STAGE_NAME)),
+        text.as_bytes(),
+    )?;
+    Ok(archives)
+}
+
+/// `audit --config F merge`: check that the finished audit shards are exactly the N parts
+/// of this config's manifest (refused otherwise, naming the shard), then write the frames
+/// and `audit.json` from their parts, byte-identical to a one-process run: the request rows
+/// archive by archive in manifest order, then the cohort rules over every attempt.
+pub fn merge_shards(cfg: &LoadedConfig) -> Result<AuditReport, AuditError> {
+    let run_dir = RunDir::new(&cfg.run_dir);
+    let _lock = lock_and_tidy(run_dir.root(), "audit merge")?;
+    let count = model::shard::check_shards(cfg, STAGE_NAME)?
+        .first()
+        .map_or(1, |(s, _)| s.count);
+    let sources_text = sources_text(cfg);
+    let mut requests = output::requests_writer(&run_dir, &sources_text);
+    let mut attempts = Vec::new();
+    let mut archives = Vec::new();
+    for (i, spec) in cfg.archives.iter().enumerate() {
+        let shard = model::shard::Shard {
+            index: model::shard::shard_of(&spec.archive_id, count),
+            count,
+        };
+        let (attempts_path, requests_path) = part_files(&shard.dir(&cfg.run_dir), i);
+        let df = frames::read_frame(
+            &requests_path,
+            "requests",
+            model::run_dir::FRAME_SCHEMA_VERSION,
+        )?;
+        requests.write(&df)?;
+        let text = std::fs::read_to_string(&attempts_path).map_err(|source| AuditError::Io {
+            path: attempts_path.clone(),
+            source,
+        })?;
+        let part: ArchivePart = serde_json::from_str(&text).map_err(|e| {
+            AuditError::Document(model::run_dir::DocumentError::Invalid {
+                path: attempts_path.clone(),
+                detail: e.to_string(),
+            })
+        })?;
+        archives.push(ArchiveAudit {
+            archive_id: part.archive_id,
+            stats: part.stats,
+            attempts: part.attempts.len(),
+        });
+        attempts.extend(part.attempts);
+    }
+    requests.finish(&mut output::requests_batch(&[]))?;
+    finish(cfg, &run_dir, attempts, archives, &sources_text)
 }
 
 /// The audit stage as the pipeline sees it: it reads the manifest and every archive's

@@ -73,7 +73,13 @@ struct ArchiveOutcome {
 
 /// Run the ingest stage on its own multi-threaded runtime.
 pub fn run(cfg: &LoadedConfig, opts: &IngestOptions) -> Result<IngestReport, IngestError> {
-    let _lock = model::RunLock::acquire(&cfg.run_dir, "ingest")?;
+    // A shard locks its own directory: shards of one run directory run at once.
+    let lock_dir = match opts.shard {
+        Some(shard) => shard.dir(&cfg.run_dir),
+        None => cfg.run_dir.clone(),
+    };
+    std::fs::create_dir_all(&lock_dir).map_err(IngestError::io(&lock_dir))?;
+    let _lock = model::RunLock::acquire(&lock_dir, "ingest")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ingest")
@@ -165,7 +171,19 @@ pub async fn run_async(
 ) -> Result<IngestReport, IngestError> {
     let started_wall = SystemTime::now();
     let started = Instant::now();
-    let store = Store::open(&cfg.run_dir)?;
+    let whole = cfg;
+    let narrowed = opts.shard.map(|s| s.narrow(cfg));
+    let cfg = narrowed.as_ref().unwrap_or(cfg);
+    let store = match opts.shard {
+        Some(_) => Store::open_for(
+            &whole.run_dir,
+            &cfg.archives
+                .iter()
+                .map(|a| a.archive_id.clone())
+                .collect::<Vec<_>>(),
+        )?,
+        None => Store::open(&cfg.run_dir)?,
+    };
     let locations: Vec<LocationKind> = KIND_ORDER
         .into_iter()
         .filter(|k| cfg.config.sources.locations.contains(k))
@@ -213,14 +231,21 @@ pub async fn run_async(
         }
     }
     progress.finish();
-    store.tidy();
+    if opts.shard.is_none() {
+        // (shards share `store/tmp/` with others that may be about to write into it)
+        store.tidy();
+    }
     if let Some(e) = fatal {
         return Err(e);
     }
     outcomes.sort_by_key(|(i, _)| *i);
-    let run_dir = store.run_dir();
-    let ledger_path = run_dir.file(LEDGER_FILE);
-    let run_json_path = run_dir.file(RUN_JSON_FILE);
+    // A shard writes its ledger part and facts in its own directory.
+    let out_dir = match opts.shard {
+        Some(shard) => shard.dir(&whole.run_dir),
+        None => store.run_dir().root().to_path_buf(),
+    };
+    let ledger_path = out_dir.join(LEDGER_FILE);
+    let run_json_path = out_dir.join(RUN_JSON_FILE);
     let mut report = IngestReport {
         ledger: Vec::new(),
         failures: Vec::new(),
@@ -278,6 +303,14 @@ pub async fn run_async(
     });
     let text = serde_json::to_string_pretty(&doc).expect("json") + "\n";
     frames::atomic_write(&run_json_path, text.as_bytes())?;
+    if let Some(shard) = opts.shard {
+        let record = model::shard::ShardRecord::new(crate::stage::STAGE_NAME, shard, whole);
+        let path = out_dir.join(model::shard::ShardRecord::file_name(
+            crate::stage::STAGE_NAME,
+        ));
+        let text = serde_json::to_string_pretty(&record).expect("json") + "\n";
+        frames::atomic_write(&path, text.as_bytes())?;
+    }
     if report.failures.is_empty() {
         Ok(report)
     } else {
@@ -285,6 +318,50 @@ pub async fn run_async(
             report: Box::new(report),
         })
     }
+}
+
+/// `ingest --config F merge`: check that the finished ingest shards below
+/// `run_dir/shards/` are exactly the N parts of this config's manifest, and write their
+/// ledger parts as one `ledger.parquet`, rows in manifest order (each archive's rows in
+/// location kind order, as a one-process run writes them). Returns the merged rows; an
+/// archive without a good row fails the merge (after the ledger is written), as it fails
+/// a one-process ingest.
+pub fn merge_shards(cfg: &LoadedConfig) -> Result<Vec<crate::LedgerRow>, IngestError> {
+    let _lock = model::RunLock::acquire(&cfg.run_dir, "ingest merge")?;
+    let shards = model::shard::check_shards(cfg, crate::stage::STAGE_NAME)?;
+    let order: std::collections::HashMap<&str, usize> = cfg
+        .archives
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.archive_id.as_str(), i))
+        .collect();
+    let mut rows = Vec::new();
+    for (shard, _) in &shards {
+        rows.extend(crate::ledger::read_ledger(
+            &shard.dir(&cfg.run_dir).join(LEDGER_FILE),
+        )?);
+    }
+    rows.sort_by_key(|r| {
+        order
+            .get(r.archive_id.as_str())
+            .copied()
+            .unwrap_or(usize::MAX)
+    });
+    write_ledger(&cfg.run_dir.join(LEDGER_FILE), &rows)?;
+    let failed: Vec<String> = cfg
+        .archives
+        .iter()
+        .filter(|a| {
+            !rows
+                .iter()
+                .any(|r| r.archive_id == a.archive_id && r.verdict.is_ok())
+        })
+        .map(|a| a.archive_id.clone())
+        .collect();
+    if !failed.is_empty() {
+        return Err(IngestError::MergedFailures(failed));
+    }
+    Ok(rows)
 }
 
 fn host_name() -> String {

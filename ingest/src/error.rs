@@ -199,6 +199,13 @@ pub enum IngestError {
     /// Another process holds the run directory's lock.
     #[error(transparent)]
     RunLock(#[from] model::RunLockError),
+    /// The shards cannot be merged (missing, duplicated, foreign).
+    #[error(transparent)]
+    Shards(#[from] model::shard::ShardMergeError),
+    /// The merged ledger has archives without a good row (the ledger is written).
+    #[error("merged ledger: no verified row for {}", .0.join(", "))]
+    MergedFailures(Vec<String>),
+
     /// The configuration cannot be used (bad endpoint, GCS client setup).
     #[error("configuration: {0}")]
     Config(String),
@@ -211,8 +218,8 @@ pub enum IngestError {
         #[source]
         source: std::io::Error,
     },
-    /// The ledger could not be written.
-    #[error("writing the ledger: {0}")]
+    /// The ledger (or a shard's part) could not be written or read.
+    #[error("ledger: {0}")]
     Frame(#[from] frames::FrameError),
     /// The async runtime could not be started.
     #[error("starting the async runtime: {0}")]
@@ -229,7 +236,7 @@ impl IngestError {
     /// Process exit code: 2 for unusable configuration, 1 for everything else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            IngestError::Config(_) => 2,
+            IngestError::Config(_) | IngestError::Shards(_) => 2,
             _ => 1,
         }
     }

@@ -29,9 +29,23 @@ struct Args {
     /// command of this toolkit has written to.
     #[arg(long)]
     force: bool,
+    /// Process only shard I of N (`I/N`, 0-based) of the manifest's archives, writing the
+    /// ledger part below `run_dir/shards/I-of-N/`; the store is shared with the other
+    /// shards. Then `ingest --config F merge`.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<model::shard::Shard>,
     /// Print the ledger frame's JSON schema and exit.
     #[arg(long, hide = true)]
     print_ledger_schema: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Merge the finished shards' ledger parts into `ledger.parquet` (refused when a shard
+    /// is missing, of another count, or ran another config or manifest).
+    Merge,
 }
 
 fn print_error(e: &anyhow::Error) {
@@ -68,6 +82,24 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::Merge) = args.command {
+        return match ingest::engine::merge_shards(&cfg) {
+            Ok(rows) => {
+                println!(
+                    "ingest: merged {} ledger rows of {} archives into {}",
+                    rows.len(),
+                    cfg.archives.len(),
+                    cfg.run_dir.join(ingest::LEDGER_FILE).display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                let code = e.exit_code() as u8;
+                print_error(&anyhow::Error::new(e));
+                ExitCode::from(code)
+            }
+        };
+    }
     let written = model::stage::written_files(&ingest::IngestStage, &cfg);
     if let Err(e) =
         model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, args.force, |_, _| false)
@@ -79,6 +111,7 @@ fn main() -> ExitCode {
         offline: args.offline,
         parallel: args.parallel,
         progress: Arc::new(cli_progress::CliProgress::new(args.quiet)),
+        shard: args.shard,
         ..ingest::IngestOptions::from_process_env()
     };
     match ingest::run(&cfg, &opts) {

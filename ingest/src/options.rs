@@ -82,6 +82,9 @@ pub struct IngestOptions {
     pub initial_backoff: Duration,
     /// Where progress goes.
     pub progress: Arc<dyn ProgressSink>,
+    /// Process only this shard's archives, writing the ledger part below
+    /// `run_dir/shards/I-of-N/` ([`model::shard`]); `None` is the one-process run.
+    pub shard: Option<model::shard::Shard>,
 }
 
 impl std::fmt::Debug for IngestOptions {
@@ -91,6 +94,7 @@ impl std::fmt::Debug for IngestOptions {
             .field("parallel", &self.parallel)
             .field("env", &self.env)
             .field("initial_backoff", &self.initial_backoff)
+            .field("shard", &self.shard)
             .finish_non_exhaustive()
     }
 }
@@ -103,6 +107,7 @@ impl Default for IngestOptions {
             env: EnvOverrides::default(),
             initial_backoff: Duration::from_millis(200),
             progress: Arc::new(NoProgress),
+            shard: None,
         }
     }
 }

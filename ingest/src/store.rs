@@ -47,6 +47,28 @@ impl Store {
         Ok(Store { run, tmp })
     }
 
+    /// Open the store for one shard, which shares it with other shards that may run at
+    /// once on other machines (a shared filesystem): only stale partial downloads of this
+    /// shard's own archives are removed (a process id means nothing across machines).
+    pub fn open_for(run_dir: &Path, archives: &[String]) -> Result<Store, IngestError> {
+        let run = RunDir::new(run_dir);
+        let tmp = run.root().join("store").join("tmp");
+        for d in [run.store_dir(), tmp.clone()] {
+            std::fs::create_dir_all(&d).map_err(IngestError::io(&d))?;
+        }
+        let ours = |name: &str| {
+            archives.iter().any(|a| {
+                name.strip_prefix(a.as_str())
+                    .is_some_and(|r| r.starts_with('.'))
+            })
+        };
+        frames::temp::remove_stale_temp_files(&tmp, |name| {
+            part_name_pid(name).filter(|_| ours(name))
+        })
+        .map_err(IngestError::io(&tmp))?;
+        Ok(Store { run, tmp })
+    }
+
     /// The run directory.
     pub fn run_dir(&self) -> &RunDir {
         &self.run

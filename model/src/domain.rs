@@ -183,7 +183,7 @@ impl ResultRecord {
 /// `exception_info` is excluded; a deepswe attempt with an `infra_error` is not
 /// generation-complete). Text fields take a string as written and any other non-null value
 /// as its compact JSON text; `reward` is a JSON number or null.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResultFields {
     /// `completed_utc` as written (a non-string value as its JSON text, which then fails to
     /// parse as a time and makes the record malformed).
@@ -199,7 +199,7 @@ pub struct ResultFields {
 }
 
 /// A non-null `exception_info` of any shape.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExceptionFields {
     /// `type` of an object (text); null when the value is not an object or has no `type`.
     pub kind: Option<String>,
@@ -296,7 +296,7 @@ impl GenerationLifetime {
 
 /// A closed-open model-request interval `[start, end)` in epoch seconds, with the request
 /// sequence numbers it was built from (several after a merge).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RequestInterval {
     /// Sequence numbers, ascending.
     pub seqs: Vec<u64>,

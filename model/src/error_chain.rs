@@ -42,6 +42,7 @@ pub fn is_refusal(e: &(dyn Error + 'static)) -> bool {
     while let Some(c) = cause {
         if c.is::<crate::ConfigError>()
             || c.is::<crate::run_dir::ForeignFiles>()
+            || c.is::<crate::shard::ShardMergeError>()
             || c.downcast_ref::<crate::StageError>()
                 .is_some_and(|s| s.kind == crate::stage::FailureKind::Refused)
         {

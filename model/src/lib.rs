@@ -8,6 +8,7 @@ pub mod error_chain;
 pub mod manifest;
 pub mod run_dir;
 pub mod run_lock;
+pub mod shard;
 pub mod stage;
 pub mod threads;
 
