@@ -222,10 +222,10 @@ pub fn check_shards(
                 .split_once("-of-")
                 .and_then(|(i, n)| format!("{i}/{n}").parse::<Shard>().ok())
                 .filter(|s| s.to_string() == name);
-            if let Some(s) = shard {
-                if e.path().join(&file).is_file() {
-                    found.push(s);
-                }
+            if let Some(s) = shard
+                && e.path().join(&file).is_file()
+            {
+                found.push(s);
             }
         }
     }
