@@ -65,6 +65,36 @@ fn small_demo_runs_end_to_end_then_skips_and_verifies() {
     let ok = pipeline::provenance::verify(&run_dir, true).unwrap();
     assert!(ok.differences.is_empty(), "{:?}", ok.differences);
     assert!(ok.checked > 20);
+    // The report's coexistence line per workload agrees with joint_schedules.csv: the best
+    // GPU and cache values coexist exactly when one selected schedule reaches both.
+    let report = std::fs::read_to_string(run_dir.join("report.md")).unwrap();
+    let mut csv = csv::Reader::from_path(run_dir.join("joint_schedules.csv")).unwrap();
+    let header = csv.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let (w, s, g, c) = (
+        col("workload"),
+        col("schedule"),
+        col("gpu_ideal_h"),
+        col("cache_ideal_h"),
+    );
+    let rows: Vec<csv::StringRecord> = csv.records().map(|r| r.unwrap()).collect();
+    for workload in ["tmax", "deepswe"] {
+        let mine: Vec<&csv::StringRecord> = rows.iter().filter(|r| &r[w] == workload).collect();
+        let value = |r: &csv::StringRecord, k: usize| r[k].parse::<f64>().unwrap();
+        let best = |name: &str, k: usize| value(mine.iter().find(|r| &r[s] == name).unwrap(), k);
+        let (bg, bc) = (best("best_gpu", g), best("best_cache", c));
+        let coexist = mine
+            .iter()
+            .any(|r| value(r, g) <= bg * (1.0 + 1e-9) && value(r, c) <= bc * (1.0 + 1e-9));
+        let line = report
+            .lines()
+            .find(|l| l.starts_with(&format!("- {workload}: the best GPU and cache values")))
+            .unwrap_or_else(|| panic!("no coexistence line for {workload}"));
+        assert_eq!(line.contains("do **not** coexist"), !coexist, "{line}");
+        if !coexist {
+            assert!(line.ends_with("this does not prove a joint optimum impossible."));
+        }
+    }
 }
 
 /// The run keeps the config text it was loaded from as its snapshot, not a later read of

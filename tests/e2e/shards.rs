@@ -6,17 +6,13 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
-/// The frames and documents a merge must reproduce byte for byte.
-const MERGED: [&str; 8] = [
-    "ledger.parquet",
-    "attempts.parquet",
-    "requests.parquet",
-    "clipping.parquet",
-    "exclusions.parquet",
-    "blobs.parquet",
-    "attempt_blobs.parquet",
-    "audit.json",
-];
+/// What a merge must reproduce byte for byte: the ingest ledger and every audit output,
+/// as the stages declare them.
+fn merged_files() -> Vec<String> {
+    std::iter::once(ingest::LEDGER_FILE.to_string())
+        .chain(audit::output::audit_outputs())
+        .collect()
+}
 
 fn demo(dir: &Path) -> std::path::PathBuf {
     demo::generate(dir, demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
@@ -75,10 +71,10 @@ fn shards_merge_to_the_bytes_of_a_one_process_run() {
             "{}",
             String::from_utf8_lossy(&a.stdout)
         );
-        for f in MERGED {
+        for f in merged_files() {
             assert_eq!(
-                std::fs::read(one.path().join("run").join(f)).unwrap(),
-                std::fs::read(d.path().join("run").join(f)).unwrap(),
+                std::fs::read(one.path().join("run").join(&f)).unwrap(),
+                std::fs::read(d.path().join("run").join(&f)).unwrap(),
                 "{f} with {n} shards"
             );
         }

@@ -124,19 +124,13 @@ fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
             assert!(record.is_file(), "{} missing\n{logs}", record.display());
         }
     }
-    for f in [
-        "ledger.parquet",
-        "attempts.parquet",
-        "requests.parquet",
-        "clipping.parquet",
-        "exclusions.parquet",
-        "blobs.parquet",
-        "attempt_blobs.parquet",
-        "audit.json",
-        "schedules.parquet",
-        "bounds.parquet",
-        "joint_schedules.csv",
-    ] {
+    // The ledger, every audit output and every replay output, as the stages declare them.
+    let cfg = model::load_config(&study.join("pipeline.yaml")).unwrap();
+    let declared: Vec<String> = std::iter::once(ingest::LEDGER_FILE.to_string())
+        .chain(audit::output::audit_outputs())
+        .chain(model::Stage::outputs(&replay::ReplayStage, &cfg))
+        .collect();
+    for f in &declared {
         assert_eq!(
             std::fs::read(one.path().join("run").join(f)).unwrap(),
             std::fs::read(study.join("run").join(f)).unwrap(),
