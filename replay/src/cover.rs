@@ -105,24 +105,39 @@ impl GapSet {
 }
 
 /// The placed requests of the start-time search: per time bucket (`2^shift` ns) the count
-/// of placed requests covering all of it and the pieces of those covering part of it, and
-/// the gap set of their union within `[0, horizon)`.
+/// of placed requests covering all of it and the ids of those covering part of it, and the
+/// gap set of their union within `[0, horizon)`.
 ///
 /// A request covers its middle buckets whole, so it has at most two partial pieces (in its
-/// first and last bucket); each request has an id and each of its partial pieces a slot
-/// (`2 * id` first, `2 * id + 1` last) whose position in its bucket's list is kept, so a
-/// removal finds its pieces without a search.
+/// first and last bucket), and an id is at most once in a bucket's list. The lists hold ids
+/// only (the placed interval of an id is kept aside and read only when a removal leaves a
+/// bucket without a whole cover, which is rare on these workloads): each bucket's list sits
+/// in one cache line of [`LINE_IDS`] ids, a longer one continues in a spill vector.
 #[derive(Debug, Clone)]
 pub struct RequestCover {
     shift: u32,
     full: Vec<u32>,
-    /// Per bucket, the partial pieces `(start, end, slot)`, unordered.
-    part: Vec<Vec<(i64, i64, u32)>>,
-    /// Per slot, its piece's position in its bucket's list.
-    pos: Vec<u32>,
+    /// Per bucket, the ids of the requests with a partial piece there (the first
+    /// [`LINE_IDS`]; the rest in `spill`).
+    lines: Vec<IdLine>,
+    /// Per bucket, the ids beyond its line's capacity (usually empty).
+    spill: Vec<Vec<u32>>,
+    /// Per id, its placed interval (only read for the pieces of an uncovered bucket).
+    placed: Vec<(i64, i64)>,
     gaps: GapSet,
     scratch: Vec<(i64, i64)>,
     pieces: Vec<(i64, i64)>,
+}
+
+/// Ids a bucket's line holds in place.
+const LINE_IDS: usize = 15;
+
+/// One bucket's partial-piece ids: a length and up to [`LINE_IDS`] ids, one cache line.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(64))]
+struct IdLine {
+    len: u32,
+    ids: [u32; LINE_IDS],
 }
 
 impl RequestCover {
@@ -131,8 +146,9 @@ impl RequestCover {
         RequestCover {
             shift,
             full: vec![0; n_buckets],
-            part: vec![Vec::new(); n_buckets],
-            pos: vec![0; 2 * n_ids],
+            lines: vec![IdLine::default(); n_buckets],
+            spill: vec![Vec::new(); n_buckets],
+            placed: vec![(0, 0); n_ids],
             gaps: GapSet::whole(0, (n_buckets as i64) << shift),
             scratch: Vec::new(),
             pieces: Vec::new(),
@@ -149,15 +165,63 @@ impl RequestCover {
         &self.gaps
     }
 
+    /// The ids with a partial piece in bucket `b`.
+    #[inline]
+    fn ids(&self, b: usize) -> impl Iterator<Item = u32> + '_ {
+        let line = &self.lines[b];
+        line.ids[..(line.len as usize).min(LINE_IDS)]
+            .iter()
+            .chain(&self.spill[b])
+            .copied()
+    }
+
+    fn push_id(&mut self, b: usize, id: u32) {
+        let line = &mut self.lines[b];
+        let n = line.len as usize;
+        if n < LINE_IDS {
+            line.ids[n] = id;
+        } else {
+            self.spill[b].push(id);
+        }
+        line.len += 1;
+    }
+
+    /// Take `id` out of bucket `b`'s list (it is there once): the last id takes its place.
+    fn remove_id(&mut self, b: usize, id: u32) {
+        let line = &mut self.lines[b];
+        let n = line.len as usize;
+        debug_assert!(n > 0);
+        let last = if n > LINE_IDS {
+            self.spill[b].pop().expect("spilled ids")
+        } else {
+            line.ids[n - 1]
+        };
+        line.len -= 1;
+        if last == id {
+            return;
+        }
+        if let Some(at) = line.ids[..(n - 1).min(LINE_IDS)]
+            .iter()
+            .position(|&x| x == id)
+        {
+            line.ids[at] = last;
+        } else {
+            let spill = &mut self.spill[b];
+            let at = spill
+                .iter()
+                .position(|&x| x == id)
+                .expect("id in its bucket");
+            spill[at] = last;
+        }
+    }
+
     fn place(&mut self, x: i64, y: i64, id: u32) {
+        self.placed[id as usize] = (x, y);
         for p in bucket_pieces(x, y, self.shift) {
             if p.whole {
                 self.full[p.bucket] += 1;
             } else {
-                let slot = 2 * id + u32::from(!p.first);
-                let list = &mut self.part[p.bucket];
-                self.pos[slot as usize] = list.len() as u32;
-                list.push((p.start, p.end, slot));
+                self.push_id(p.bucket, id);
             }
         }
     }
@@ -200,6 +264,7 @@ impl RequestCover {
     /// Remove the request `[x, y)` inserted with id `id`; returns its length no other
     /// placed request covers (now gaps).
     pub fn remove(&mut self, x: i64, y: i64, id: u32) -> i64 {
+        debug_assert_eq!(self.placed[id as usize], (x, y));
         let mut unc = 0i64;
         let mut new_gaps = std::mem::take(&mut self.scratch);
         new_gaps.clear();
@@ -208,26 +273,29 @@ impl RequestCover {
             if p.whole {
                 self.full[b] -= 1;
             } else {
-                let slot = 2 * id + u32::from(!p.first);
-                let at = self.pos[slot as usize] as usize;
-                let list = &mut self.part[b];
-                debug_assert_eq!(list[at], (cx, cy, slot));
-                list.swap_remove(at);
-                if let Some(&(_, _, moved)) = list.get(at) {
-                    self.pos[moved as usize] = at as u32;
+                self.remove_id(b, id);
+            }
+            if self.full[b] > 0 {
+                continue;
+            }
+            // No request covers bucket b whole: the parts of [cx, cy) the remaining
+            // partial pieces of the bucket leave uncovered (none when one covers it alone).
+            let (lo, hi) = ((b as i64) << self.shift, ((b as i64) + 1) << self.shift);
+            let mut sorted = std::mem::take(&mut self.pieces);
+            sorted.clear();
+            let mut alone = false;
+            for k in self.ids(b) {
+                let (px, py) = self.placed[k as usize];
+                let (ps, pe) = (px.max(lo), py.min(hi));
+                if ps <= cx && pe >= cy {
+                    alone = true;
+                    break;
+                }
+                if ps < cy && pe > cx {
+                    sorted.push((ps, pe));
                 }
             }
-            if self.full[b] == 0 && !self.part[b].iter().any(|&(ps, pe, _)| ps <= cx && pe >= cy) {
-                // The parts of [cx, cy) no remaining piece of this bucket covers (none
-                // covers it alone).
-                let sorted = &mut self.pieces;
-                sorted.clear();
-                sorted.extend(
-                    self.part[b]
-                        .iter()
-                        .filter(|p| p.0 < cy && p.1 > cx)
-                        .map(|p| (p.0, p.1)),
-                );
+            if !alone {
                 sorted.sort_unstable();
                 let mut reach = cx;
                 for &(ps, pe) in sorted.iter() {
@@ -245,6 +313,7 @@ impl RequestCover {
                     unc += cy - reach;
                 }
             }
+            self.pieces = sorted;
         }
         for &(a, c) in &new_gaps {
             self.gaps.add(a, c);
@@ -261,9 +330,6 @@ struct BucketPiece {
     end: i64,
     /// The request covers the whole bucket.
     whole: bool,
-    /// The request's first bucket (its partial pieces have slots `2 * id` here,
-    /// `2 * id + 1` in its last bucket).
-    first: bool,
 }
 
 /// The pieces of `[x, y)` in buckets of `2^shift` ns, in order (none when it is empty: an
@@ -285,7 +351,6 @@ fn bucket_pieces(x: i64, y: i64, shift: u32) -> impl Iterator<Item = BucketPiece
             start,
             end,
             whole: start == lo && end == hi,
-            first: b == first,
         }
     })
 }

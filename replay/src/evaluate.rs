@@ -4,8 +4,6 @@
 //! the same on every machine.
 
 use crate::input::{WorkloadInstance, quota_units};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// Nanoseconds per second.
 pub const NS_PER_S: i64 = 1_000_000_000;
@@ -174,13 +172,17 @@ pub struct Evaluation {
 /// Reusable buffers of one evaluating thread.
 #[derive(Debug, Default)]
 pub struct Scratch {
-    running: BinaryHeap<Reverse<(i64, u32)>>,
+    /// Running attempts as `(end, attempt)`, sorted descending (the next to end is last):
+    /// at most K of them, so a sorted insert moves a few cache lines at most.
+    running: Vec<(i64, u32)>,
     start_order: Vec<u32>,
     ring: RingScratch,
     order: Vec<u32>,
     blob_open: Vec<(i64, i64)>,
     blob_total: Vec<i64>,
     cover_count: Vec<i32>,
+    /// Per bucket, the requests whose whole-bucket run ends there.
+    cover_ends: Vec<i32>,
     pieces: Vec<(i64, i64)>,
     /// Starts in sweep order (binary-searched for the attempts around an open run).
     sorted_starts: Vec<i64>,
@@ -218,8 +220,8 @@ pub fn list_schedule(
     scratch: &mut Scratch,
 ) -> Option<(Vec<i64>, i64)> {
     let mut starts = vec![0i64; g.len()];
-    let heap = &mut scratch.running;
-    heap.clear();
+    let running = &mut scratch.running;
+    running.clear();
     scratch.start_order.clear();
     let (mut count, mut cores, mut mem) = (0i64, 0i64, 0i64);
     let mut t = 0i64;
@@ -229,11 +231,11 @@ pub fn list_schedule(
         let unit_cores: i64 = unit.iter().map(|&j| g.cores[j as usize]).sum();
         let unit_mem: i64 = unit.iter().map(|&j| g.mem[j as usize]).sum();
         loop {
-            while let Some(&Reverse((end, j))) = heap.peek() {
+            while let Some(&(end, j)) = running.last() {
                 if end > t {
                     break;
                 }
-                heap.pop();
+                running.pop();
                 count -= 1;
                 cores -= g.cores[j as usize];
                 mem -= g.mem[j as usize];
@@ -244,15 +246,17 @@ pub fn list_schedule(
             {
                 break;
             }
-            match heap.peek() {
-                Some(&Reverse((end, _))) => t = end,
+            match running.last() {
+                Some(&(end, _)) => t = end,
                 None => return None,
             }
         }
         for &j in unit {
             let end = t + g.duration[j as usize];
             starts[j as usize] = t;
-            heap.push(Reverse((end, j)));
+            // Descending by (end, attempt): the same order a min-heap pops them in.
+            let at = running.partition_point(|&x| x > (end, j));
+            running.insert(at, (end, j));
             count += 1;
             cores += g.cores[j as usize];
             mem += g.mem[j as usize];
@@ -438,17 +442,26 @@ pub fn covered_bucket_union_with(
     let cov = &mut scratch.cover_count;
     cov.clear();
     cov.resize(n_buckets + 1, 0);
-    for &j in start_order {
-        let j = j as usize;
-        let s = starts[j];
-        for (x, y) in g.shifted_requests(j, s) {
+    // The difference array does not depend on the order: attempts in index order read the
+    // request arrays front to back (one stream, no miss per attempt). The +1s and the -1s
+    // go to two arrays: a request's end bucket is often the next one's first bucket, and
+    // one array would chain those two updates through memory.
+    let ends = &mut scratch.cover_ends;
+    ends.clear();
+    ends.resize(n_buckets + 1, 0);
+    let (cov, ends) = (&mut cov[..], &mut ends[..]);
+    for (j, &s) in starts.iter().enumerate() {
+        let range = g.request_first[j]..g.request_first[j + 1];
+        let (rs, re) = (&g.request_start[range.clone()], &g.request_end[range]);
+        for (&r0, &r1) in rs.iter().zip(re) {
+            let (x, y) = (s + r0, s + r1);
             // Buckets [fb, lb) lie inside [x, y); none when fb >= lb (then the two
             // updates are zero, so no branch).
             let fb = ((x + width - 1) >> shift) as usize;
             let lb = (y >> shift) as usize;
             let inside = i32::from(fb < lb);
             cov[fb] += inside;
-            cov[lb] -= inside;
+            ends[lb] += inside;
         }
     }
     let mut run = 0i32;
@@ -457,8 +470,8 @@ pub fn covered_bucket_union_with(
     runs.clear();
     let mut prev_open = false;
     let mut run_start = 0usize;
-    for (b, c) in cov[..n_buckets].iter_mut().enumerate() {
-        run += *c;
+    for (b, (c, &e)) in cov[..n_buckets].iter_mut().zip(ends.iter()).enumerate() {
+        run += *c - e;
         *c = run;
         let is_open = run <= 0;
         whole += i64::from(!is_open);

@@ -36,7 +36,9 @@ impl LnsContext {
                 blob_dmax[b as usize] = blob_dmax[b as usize].max(g.duration[j]);
             }
         }
-        let target = (g.request_count() / 8).max(1) as u64;
+        // About four requests' worth of time per bucket: a bucket's partial pieces then
+        // usually fit the request cover's one-cache-line list.
+        let target = (g.request_count() / 4).max(1) as u64;
         let span = deadline.max(1) as u64;
         let mut shift = 0u32;
         while (span >> shift) > target {
