@@ -121,6 +121,21 @@ pub struct PairPieces {
 }
 
 impl PairPieces {
+    /// The upper concave hull of `(tau, c)` on the first piece, left to right.
+    pub fn first(&self) -> &[(i64, i64)] {
+        &self.first
+    }
+
+    /// The largest `c` on the middle piece.
+    pub fn middle(&self) -> i64 {
+        self.middle
+    }
+
+    /// The upper concave hull of `(tau, c)` on the last piece, left to right.
+    pub fn last(&self) -> &[(i64, i64)] {
+        &self.last
+    }
+
     /// The same pair seen from the partner's frame (`tau -> -tau`: first and last pieces
     /// swap, each mirrored; the hull of a mirror image is the mirror image of the hull).
     pub fn mirrored(&self) -> PairPieces {
@@ -158,40 +173,117 @@ fn hull_push(h: &mut Vec<(i64, i64)>, p: (i64, i64)) {
     h.push(p);
 }
 
+/// Reusable buffers of [`pair_pieces_with`] (the breakpoint keys of one pair, the radix
+/// sort's second buffer and its digit counts).
+#[derive(Debug, Default)]
+pub struct PairScratch {
+    keys: Vec<i64>,
+    buf: Vec<i64>,
+    counts: Vec<u32>,
+}
+
+/// Sort `keys` by least-significant-digit radix passes through `buf`: 11-bit digits of
+/// `key - min`, as many passes as the range needs, a pass skipped when one digit value holds
+/// every key. The sorted order of integers is unique, so this is exactly `sort_unstable`'s
+/// result (a few linear passes instead of `log2(len)` levels of comparisons).
+fn radix_sort(keys: &mut Vec<i64>, buf: &mut Vec<i64>, counts: &mut Vec<u32>) {
+    const BITS: u32 = 11;
+    const BUCKETS: usize = 1 << BITS;
+    let n = keys.len();
+    if n < 64 {
+        keys.sort_unstable();
+        return;
+    }
+    let (lo, hi) = keys
+        .iter()
+        .fold((i64::MAX, i64::MIN), |(a, b), &k| (a.min(k), b.max(k)));
+    let digits = |k: i64| k.wrapping_sub(lo) as u64;
+    let bits = 64 - digits(hi).leading_zeros();
+    let passes = bits.div_ceil(BITS) as usize;
+    counts.clear();
+    counts.resize(passes * BUCKETS, 0);
+    for &k in keys.iter() {
+        let x = digits(k);
+        for p in 0..passes {
+            counts[p * BUCKETS + ((x >> (p as u32 * BITS)) as usize & (BUCKETS - 1))] += 1;
+        }
+    }
+    buf.clear();
+    buf.resize(n, 0);
+    let mut in_keys = true;
+    for p in 0..passes {
+        let c = &mut counts[p * BUCKETS..(p + 1) * BUCKETS];
+        if c.iter().any(|&x| x as usize == n) {
+            continue;
+        }
+        let mut sum = 0u32;
+        for x in c.iter_mut() {
+            let v = *x;
+            *x = sum;
+            sum += v;
+        }
+        let (src, dst) = if in_keys {
+            (&keys[..], &mut buf[..])
+        } else {
+            (&buf[..], &mut keys[..])
+        };
+        let shift = p as u32 * BITS;
+        for &k in src {
+            let d = (digits(k) >> shift) as usize & (BUCKETS - 1);
+            dst[c[d] as usize] = k;
+            c[d] += 1;
+        }
+        in_keys = !in_keys;
+    }
+    if !in_keys {
+        std::mem::swap(keys, buf);
+    }
+}
+
 /// The exact cross-correlation `c(tau) = |R_i ∩ (R_j + tau)|` of two attempts' requests
 /// (sorted, disjoint; in ns), summarised on the three pieces of [`PairPieces`]. `c` is
 /// piecewise linear: each pair of requests adds a trapezoid with 4 breakpoints, so its
 /// maximum of `c(tau) + a tau` over a piece lies at a breakpoint or a piece end.
 pub fn pair_pieces(ri: &[(i64, i64)], di: i64, rj: &[(i64, i64)], dj: i64) -> PairPieces {
-    let mut up = Vec::with_capacity(2 * ri.len() * rj.len() + 4);
-    let mut down = Vec::with_capacity(2 * ri.len() * rj.len());
+    pair_pieces_with(&mut PairScratch::default(), ri, di, rj, dj)
+}
+
+/// [`pair_pieces`] with reusable buffers. The trapezoid of requests `(p, q)` and `(u, v)`
+/// has slope `+1` from `p - v` and from `q - u`, `-1` from `p - u` and from `q - v` (the
+/// middle two of the four, in either order). Each breakpoint is one key `2 t + s` (`s = 1`
+/// for a `-1`), so one array holds both kinds and, radix-sorted, groups them by `t` (the
+/// keys are integers: their sorted order is the one any sort gives).
+pub fn pair_pieces_with(
+    scratch: &mut PairScratch,
+    ri: &[(i64, i64)],
+    di: i64,
+    rj: &[(i64, i64)],
+    dj: i64,
+) -> PairPieces {
+    let keys = &mut scratch.keys;
+    keys.clear();
+    keys.reserve(4 * ri.len() * rj.len());
     for &(p, q) in ri {
         for &(u, v) in rj {
-            let m = (q - p).min(v - u);
-            up.push(p - v);
-            down.push(p - v + m);
-            down.push(q - u - m);
-            up.push(q - u);
+            keys.extend([2 * (p - v), 2 * (q - u), 2 * (p - u) + 1, 2 * (q - v) + 1]);
         }
     }
+    radix_sort(keys, &mut scratch.buf, &mut scratch.counts);
+    let keys = &scratch.keys;
     let h1 = 0.min(di - dj);
     let h2 = 0.max(di - dj);
     // The piece ends are vertices too (zero slope change).
     let ends = [-dj, h1, h2, di];
-    up.sort_unstable();
-    down.sort_unstable();
     let mut out = PairPieces::default();
-    let (mut a, mut b, mut e) = (0usize, 0usize, 0usize);
+    let (mut k, mut e) = (0usize, 0usize);
     let (mut slope, mut val, mut last_t) = (0i64, 0i64, -dj);
     loop {
-        // Next breakpoint.
-        let mut t = i64::MAX;
-        if a < up.len() {
-            t = t.min(up[a]);
-        }
-        if b < down.len() {
-            t = t.min(down[b]);
-        }
+        // Next breakpoint (`>> 1` floors, so it recovers `t` of negative keys too).
+        let mut t = if k < keys.len() {
+            keys[k] >> 1
+        } else {
+            i64::MAX
+        };
         if e < ends.len() {
             t = t.min(ends[e]);
         }
@@ -200,13 +292,9 @@ pub fn pair_pieces(ri: &[(i64, i64)], di: i64, rj: &[(i64, i64)], dj: i64) -> Pa
         }
         val += slope * (t - last_t);
         last_t = t;
-        while a < up.len() && up[a] == t {
-            slope += 1;
-            a += 1;
-        }
-        while b < down.len() && down[b] == t {
-            slope -= 1;
-            b += 1;
+        while k < keys.len() && keys[k] >> 1 == t {
+            slope += 1 - 2 * (keys[k] & 1);
+            k += 1;
         }
         while e < ends.len() && ends[e] == t {
             e += 1;
@@ -375,13 +463,18 @@ pub fn partner_overlap_caps(g: &GridInstance, swept: &[bool], alpha_steps: u32) 
             if !swept[i] || g.request_len[i] == 0 {
                 return Vec::new();
             }
+            let mut scratch = PairScratch::default();
             (0..n)
                 .filter(|&j| j != i && g.request_len[j] > 0 && !(swept[j] && j < i))
                 .map(|j| {
-                    (
-                        j,
-                        pair_pieces(&reqs[i], g.duration[i], &reqs[j], g.duration[j]),
-                    )
+                    let p = pair_pieces_with(
+                        &mut scratch,
+                        &reqs[i],
+                        g.duration[i],
+                        &reqs[j],
+                        g.duration[j],
+                    );
+                    (j, p)
                 })
                 .collect()
         })
@@ -553,6 +646,25 @@ mod tests {
                 pair_pieces(&ri, di, &rj, dj),
                 pair_pieces(&rj, dj, &ri, di).mirrored()
             );
+        }
+    }
+
+    proptest::proptest! {
+        /// The radix sort against `sort_unstable`: short (the comparison-sort fallback) and
+        /// long arrays, narrow ranges (passes skipped) and the whole `i64` range (6 passes,
+        /// `key - min` wrapping).
+        #[test]
+        fn radix_sort_equals_a_comparison_sort(
+            keys in proptest::collection::vec(proptest::num::i64::ANY, 0..400),
+            shift in 0u32..64,
+            base in -1_000_000i64..1_000_000,
+        ) {
+            let mut keys: Vec<i64> = keys.iter().map(|&k| base.wrapping_add(k >> shift)).collect();
+            let mut want = keys.clone();
+            want.sort_unstable();
+            let (mut buf, mut counts) = (Vec::new(), Vec::new());
+            radix_sort(&mut keys, &mut buf, &mut counts);
+            proptest::prop_assert_eq!(keys, want);
         }
     }
 
