@@ -38,6 +38,16 @@ pub struct ArchiveLimits {
     pub max_members: u64,
 }
 
+impl ArchiveLimits {
+    /// The limits of a config's `audit:` section.
+    pub fn of(cfg: &model::LoadedConfig) -> Self {
+        ArchiveLimits {
+            max_uncompressed_bytes: cfg.config.audit.max_uncompressed_bytes,
+            max_members: cfg.config.audit.max_members,
+        }
+    }
+}
+
 /// A member's modification time: the PAX `mtime` record when present, else the ustar field.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MemberTime {

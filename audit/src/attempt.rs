@@ -215,6 +215,17 @@ pub struct RefusedMember {
     pub detail: String,
 }
 
+impl RefusedMember {
+    /// The audit error naming the archive and the member.
+    pub fn into_error(self, archive_id: &str) -> crate::AuditError {
+        crate::AuditError::Archive {
+            archive_id: archive_id.to_string(),
+            member: Some(self.member),
+            detail: self.detail,
+        }
+    }
+}
+
 impl AttemptCollector {
     /// A collector for one workload's layout.
     pub fn new(layout: &Layout) -> Self {

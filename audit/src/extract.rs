@@ -168,10 +168,7 @@ pub fn extract_attempt(
         skipped_links: Vec::new(),
     };
     let mut mtimes: Vec<(PathBuf, filetime::FileTime)> = Vec::new();
-    let limits = ArchiveLimits {
-        max_uncompressed_bytes: cfg.config.audit.max_uncompressed_bytes,
-        max_members: cfg.config.audit.max_members,
-    };
+    let limits = ArchiveLimits::of(cfg);
     let r = scan_archive(
         &stored,
         archive_id,

@@ -61,10 +61,7 @@ pub fn audit_archive(
     let layout = cfg
         .layout(spec.workload)
         .expect("config validation ties archives to configured workloads");
-    let limits = ArchiveLimits {
-        max_uncompressed_bytes: cfg.config.audit.max_uncompressed_bytes,
-        max_members: cfg.config.audit.max_members,
-    };
+    let limits = ArchiveLimits::of(cfg);
     let mut collector = AttemptCollector::new(&layout);
     let stats = scan_archive(
         &path,
@@ -73,11 +70,9 @@ pub fn audit_archive(
         spec.bytes,
         limits,
         |m, data| {
-            collector.visit(m, data).map_err(|r| AuditError::Archive {
-                archive_id: spec.archive_id.clone(),
-                member: Some(r.member),
-                detail: r.detail,
-            })
+            collector
+                .visit(m, data)
+                .map_err(|r| r.into_error(&spec.archive_id))
         },
     )?;
     let attempts = collector

@@ -235,10 +235,7 @@ pub fn show_attempt(
             path,
         });
     }
-    let limits = ArchiveLimits {
-        max_uncompressed_bytes: cfg.config.audit.max_uncompressed_bytes,
-        max_members: cfg.config.audit.max_members,
-    };
+    let limits = ArchiveLimits::of(cfg);
     // Every member goes to the audit's collector (the archive's refusals are the audit's);
     // the attempt's own members are also noted with their mtimes as written.
     let matcher = LayoutMatcher::new(&layout);
@@ -265,11 +262,9 @@ pub fn show_attempt(
                     _ => {}
                 }
             }
-            collector.visit(m, data).map_err(|r| AuditError::Archive {
-                archive_id: spec.archive_id.clone(),
-                member: Some(r.member),
-                detail: r.detail,
-            })
+            collector
+                .visit(m, data)
+                .map_err(|r| r.into_error(&spec.archive_id))
         },
     )?;
     let ev = collector

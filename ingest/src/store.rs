@@ -38,12 +38,18 @@ pub struct Store {
 impl Store {
     /// Open (create) `store/sha256/` and `store/tmp/` below the run directory.
     pub fn open(run_dir: &Path) -> Result<Store, IngestError> {
+        let store = Store::create(run_dir)?;
+        remove_leftovers(store.run.root())?;
+        Ok(store)
+    }
+
+    /// Create (if absent) `store/sha256/` and `store/tmp/`; remove nothing.
+    fn create(run_dir: &Path) -> Result<Store, IngestError> {
         let run = RunDir::new(run_dir);
         let tmp = run.root().join("store").join("tmp");
         for d in [run.store_dir(), tmp.clone()] {
             std::fs::create_dir_all(&d).map_err(IngestError::io(&d))?;
         }
-        remove_leftovers(run.root())?;
         Ok(Store { run, tmp })
     }
 
@@ -51,22 +57,18 @@ impl Store {
     /// once on other machines (a shared filesystem): only stale partial downloads of this
     /// shard's own archives are removed (a process id means nothing across machines).
     pub fn open_for(run_dir: &Path, archives: &[String]) -> Result<Store, IngestError> {
-        let run = RunDir::new(run_dir);
-        let tmp = run.root().join("store").join("tmp");
-        for d in [run.store_dir(), tmp.clone()] {
-            std::fs::create_dir_all(&d).map_err(IngestError::io(&d))?;
-        }
+        let store = Store::create(run_dir)?;
         let ours = |name: &str| {
             archives.iter().any(|a| {
                 name.strip_prefix(a.as_str())
                     .is_some_and(|r| r.starts_with('.'))
             })
         };
-        frames::temp::remove_stale_temp_files(&tmp, |name| {
+        frames::temp::remove_stale_temp_files(&store.tmp, |name| {
             part_name_pid(name).filter(|_| ours(name))
         })
-        .map_err(IngestError::io(&tmp))?;
-        Ok(Store { run, tmp })
+        .map_err(IngestError::io(&store.tmp))?;
+        Ok(store)
     }
 
     /// The run directory.

@@ -58,6 +58,15 @@ pub struct ProvenanceLocation {
 }
 
 impl ProvenanceLocation {
+    /// The locations of one archive: its ledger rows, in ledger order.
+    fn of_archive(ledger: &[ingest::ledger::LedgerRow], archive_id: &str) -> Vec<Self> {
+        ledger
+            .iter()
+            .filter(|r| r.archive_id == archive_id)
+            .map(ProvenanceLocation::of)
+            .collect()
+    }
+
     fn of(r: &ingest::ledger::LedgerRow) -> Self {
         ProvenanceLocation {
             location_kind: r.location_kind.clone(),
@@ -86,15 +95,21 @@ pub struct BuildIdentity {
 }
 
 impl BuildIdentity {
-    /// The identity of the running executable.
+    /// The identity of the running executable (hashed once per process: a run writes
+    /// provenance and `verify` compares builds without reading the executable again).
     pub fn current() -> Result<Self> {
+        static CURRENT: std::sync::OnceLock<BuildIdentity> = std::sync::OnceLock::new();
+        if let Some(b) = CURRENT.get() {
+            return Ok(b.clone());
+        }
         let exe = std::env::current_exe().context("cannot locate the running executable")?;
-        Ok(BuildIdentity {
+        let b = BuildIdentity {
             tool_version: model::TOOL_VERSION.into(),
             executable_sha256: sha256_file(&exe)?,
             git_commit: option_env!("AGENTRACE_GIT_COMMIT").map(str::to_string),
             git_dirty: option_env!("AGENTRACE_GIT_DIRTY").map(|d| d == "true"),
-        })
+        };
+        Ok(CURRENT.get_or_init(|| b).clone())
     }
 
     /// One line naming the build: version, commit (with `+dirty`) and the executable's hash.
@@ -207,11 +222,7 @@ pub fn build_provenance(cfg: &LoadedConfig, run: &RunDir) -> Result<Provenance> 
                 workload: a.workload.as_str().into(),
                 sha256: a.sha256.clone(),
                 bytes: a.bytes,
-                locations: ledger
-                    .iter()
-                    .filter(|r| r.archive_id == a.archive_id)
-                    .map(ProvenanceLocation::of)
-                    .collect(),
+                locations: ProvenanceLocation::of_archive(&ledger, &a.archive_id),
             })
             .collect(),
         outputs,
@@ -310,29 +321,31 @@ pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
             Err(_) => rep.differences.push(format!("{}: missing", p.display())),
         }
     }
-    if rep.differences.is_empty() {
-        check_pins(&run, &prov, &mut rep)?;
+    // The ledger, read once (its hash is checked above) for the pins and the re-derivation.
+    let ledger_path = run.file(ingest::LEDGER_FILE);
+    let ledger = if rep.differences.is_empty() && ledger_path.is_file() {
+        Some(ingest::ledger::read_ledger(&ledger_path)?)
+    } else {
+        None
+    };
+    if let Some(ledger) = &ledger {
+        check_pins(&run, &prov, ledger, &mut rep);
     }
     if rederive && rep.differences.is_empty() {
-        rederive_outputs(&run, &prov, &snap_text, &mut rep)?;
+        rederive_outputs(&run, &prov, ledger.as_deref(), &snap_text, &mut rep)?;
     }
     Ok(rep)
 }
 
 /// The pins provenance records per archive must be the (hash-checked) ledger's.
-fn check_pins(run: &RunDir, prov: &Provenance, rep: &mut VerifyReport) -> Result<()> {
-    let ledger_path = run.file(ingest::LEDGER_FILE);
-    if !ledger_path.is_file() {
-        return Ok(());
-    }
-    let ledger = ingest::ledger::read_ledger(&ledger_path)?;
+fn check_pins(
+    run: &RunDir,
+    prov: &Provenance,
+    ledger: &[ingest::ledger::LedgerRow],
+    rep: &mut VerifyReport,
+) {
     for a in &prov.archives {
-        let recorded: Vec<ProvenanceLocation> = ledger
-            .iter()
-            .filter(|r| r.archive_id == a.archive_id)
-            .map(ProvenanceLocation::of)
-            .collect();
-        if recorded != a.locations {
+        if ProvenanceLocation::of_archive(ledger, &a.archive_id) != a.locations {
             rep.differences.push(format!(
                 "{}: archive `{}`: its locations and pins differ from the ledger's",
                 run.file(PROVENANCE_FILE).display(),
@@ -340,7 +353,6 @@ fn check_pins(run: &RunDir, prov: &Provenance, rep: &mut VerifyReport) -> Result
             ));
         }
     }
-    Ok(())
 }
 
 /// The ingest ledger re-derived offline from the verified store: every archive's stored
@@ -351,10 +363,10 @@ fn rederive_ledger(
     run: &RunDir,
     scratch: &Path,
     prov: &Provenance,
+    ledger: &[ingest::ledger::LedgerRow],
     rep: &mut VerifyReport,
 ) -> Result<()> {
     let ledger_path = run.file(ingest::LEDGER_FILE);
-    let ledger = ingest::ledger::read_ledger(&ledger_path)?;
     let store = ingest::store::Store::open(scratch)?;
     for a in &prov.archives {
         let check = store.check(&a.archive_id, &a.sha256, a.bytes)?;
@@ -384,6 +396,7 @@ fn rederive_ledger(
 fn rederive_outputs(
     run: &RunDir,
     prov: &Provenance,
+    ledger: Option<&[ingest::ledger::LedgerRow]>,
     config_text: &str,
     rep: &mut VerifyReport,
 ) -> Result<()> {
@@ -410,7 +423,9 @@ fn rederive_outputs(
             file: None,
         });
     }
-    rederive_ledger(run, scratch.path(), prov, rep)?;
+    if let Some(ledger) = ledger {
+        rederive_ledger(run, scratch.path(), prov, ledger, rep)?;
+    }
     let cfg = LoadedConfig {
         path: scratch.path().join(CONFIG_SNAPSHOT),
         text: config_text.to_string(),

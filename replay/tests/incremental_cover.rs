@@ -3,6 +3,8 @@
 //! query equal a full recomputation from the placed intervals; likewise a blob's lifetime
 //! cover, its gaps and its sorted users (with index access).
 
+mod common;
+
 use proptest::prelude::*;
 use replay::cover::{BlobCover, GapSet, RequestCover, SortedChunks};
 
@@ -24,24 +26,6 @@ fn oracle_gaps(placed: &[(i64, i64)], lo: i64, hi: i64) -> Vec<(i64, i64)> {
     gaps
 }
 
-/// Length of `[a, b)` not covered by `placed`.
-fn oracle_uncovered(placed: &[(i64, i64)], a: i64, b: i64) -> i64 {
-    let mut v: Vec<(i64, i64)> = placed
-        .iter()
-        .map(|&(s, e)| (s.max(a), e.min(b)))
-        .filter(|p| p.1 > p.0)
-        .collect();
-    v.sort_unstable();
-    let (mut covered, mut reach) = (0i64, a);
-    for (s, e) in v {
-        if e > reach {
-            covered += e - s.max(reach);
-            reach = e;
-        }
-    }
-    (b - a) - covered
-}
-
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
@@ -59,19 +43,19 @@ proptest! {
             if remove && !placed.is_empty() {
                 let (a, b, k) = placed.remove(x as usize % placed.len());
                 let plain: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
-                let want = oracle_uncovered(&plain, a, b);
+                let want = common::oracle_uncovered(&plain, a, b);
                 prop_assert_eq!(cover.remove(a, b, k), want);
             } else {
                 let y = (x + len).min(horizon);
                 let plain: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
-                let want = oracle_uncovered(&plain, x, y);
+                let want = common::oracle_uncovered(&plain, x, y);
                 prop_assert_eq!(cover.insert(x, y, id as u32), want);
                 placed.push((x, y, id as u32));
             }
             let placed: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
             prop_assert_eq!(cover.gaps().as_slice(), &oracle_gaps(&placed, 0, horizon)[..]);
             for &(a, l) in &queries {
-                prop_assert_eq!(cover.gaps().overlap_len(a, a + l), oracle_uncovered(&placed, a, a + l));
+                prop_assert_eq!(cover.gaps().overlap_len(a, a + l), common::oracle_uncovered(&placed, a, a + l));
             }
         }
     }
@@ -88,10 +72,10 @@ proptest! {
             let plain = |p: &[(i64, i64, u32)]| p.iter().map(|q| (q.0, q.1)).collect::<Vec<_>>();
             if remove && !placed.is_empty() {
                 let (a, b, j) = placed.remove(x.unsigned_abs() as usize % placed.len());
-                let want = if b > a { oracle_uncovered(&plain(&placed), a, b) } else { 0 };
+                let want = if b > a { common::oracle_uncovered(&plain(&placed), a, b) } else { 0 };
                 prop_assert_eq!(cover.remove(a, b, j), want);
             } else {
-                let want = if len > 0 { oracle_uncovered(&plain(&placed), x, x + len) } else { 0 };
+                let want = if len > 0 { common::oracle_uncovered(&plain(&placed), x, x + len) } else { 0 };
                 prop_assert_eq!(cover.insert(x, x + len, i as u32), want);
                 placed.push((x, x + len, i as u32));
             }
@@ -105,7 +89,7 @@ proptest! {
                 prop_assert_eq!(cover.users().get(k), Some(*p));
             }
             for &(a, l) in &queries {
-                let want = if l > 0 { oracle_uncovered(&plain(&placed), a, a + l) } else { 0 };
+                let want = if l > 0 { common::oracle_uncovered(&plain(&placed), a, a + l) } else { 0 };
                 prop_assert_eq!(cover.uncovered(a, a + l), want);
                 let from: Vec<_> = cover.users().iter_from(&(a, i64::MIN, 0)).collect();
                 let want_from: Vec<_> = sorted.iter().copied().filter(|p| p.0 >= a).collect();

@@ -4,6 +4,8 @@
 //! with their spill, under inserts and removes so dense that most buckets spill; and the GPU
 //! pattern bound's pair summary (radix-sorted breakpoint keys) against a brute-force sweep.
 
+mod common;
+
 use model::WorkloadId;
 use model::config::ReplayCaps;
 use proptest::prelude::*;
@@ -40,24 +42,6 @@ fn oracle_list_schedule(g: &GridInstance, plan: &Plan) -> Option<(Vec<i64>, i64)
         .max()
         .unwrap_or(0);
     Some((starts, makespan))
-}
-
-/// Length of `[a, b)` not covered by `placed`.
-fn oracle_uncovered(placed: &[(i64, i64)], a: i64, b: i64) -> i64 {
-    let mut v: Vec<(i64, i64)> = placed
-        .iter()
-        .map(|&(s, e)| (s.max(a), e.min(b)))
-        .filter(|p| p.1 > p.0)
-        .collect();
-    v.sort_unstable();
-    let (mut covered, mut reach) = (0i64, a);
-    for (s, e) in v {
-        if e > reach {
-            covered += e - s.max(reach);
-            reach = e;
-        }
-    }
-    (b - a) - covered
 }
 
 proptest! {
@@ -124,15 +108,15 @@ proptest! {
             if op == 0 && !placed.is_empty() {
                 let (a, b, k) = placed.swap_remove(x as usize % placed.len());
                 let plain: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
-                prop_assert_eq!(cover.remove(a, b, k), oracle_uncovered(&plain, a, b));
+                prop_assert_eq!(cover.remove(a, b, k), common::oracle_uncovered(&plain, a, b));
             } else {
                 let y = (x + len).min(horizon);
                 let plain: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
-                prop_assert_eq!(cover.insert(x, y, id as u32), oracle_uncovered(&plain, x, y));
+                prop_assert_eq!(cover.insert(x, y, id as u32), common::oracle_uncovered(&plain, x, y));
                 placed.push((x, y, id as u32));
             }
             let plain: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
-            prop_assert_eq!(cover.gaps().overlap_len(0, horizon), oracle_uncovered(&plain, 0, horizon));
+            prop_assert_eq!(cover.gaps().overlap_len(0, horizon), common::oracle_uncovered(&plain, 0, horizon));
         }
     }
 }

@@ -28,21 +28,11 @@ fn stage(bin: &str, cfg: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 fn run_shards(cfg: &Path, n: u32) {
     for i in 0..n {
         let shard = format!("{i}/{n}");
-        ok(stage("ingest", cfg, &["--quiet", "--shard", &shard]));
-        ok(stage("audit", cfg, &["--shard", &shard]));
+        common::succeeded(stage("ingest", cfg, &["--quiet", "--shard", &shard]));
+        common::succeeded(stage("audit", cfg, &["--shard", &shard]));
     }
 }
 
@@ -57,15 +47,15 @@ fn merge(cfg: &Path) -> (Output, Output) {
 fn shards_merge_to_the_bytes_of_a_one_process_run() {
     let one = tempfile::tempdir().unwrap();
     let cfg = demo(one.path());
-    ok(stage("ingest", &cfg, &["--quiet"]));
-    ok(stage("audit", &cfg, &[]));
+    common::succeeded(stage("ingest", &cfg, &["--quiet"]));
+    common::succeeded(stage("audit", &cfg, &[]));
     for n in [1u32, 2, 4] {
         let d = tempfile::tempdir().unwrap();
         let scfg = demo(d.path());
         run_shards(&scfg, n);
         let (i, a) = merge(&scfg);
-        ok(i);
-        let a = ok(a);
+        common::succeeded(i);
+        let a = common::succeeded(a);
         assert!(
             String::from_utf8_lossy(&a.stdout).contains("deepswe: 40 audited, 38 included"),
             "{}",
@@ -79,11 +69,13 @@ fn shards_merge_to_the_bytes_of_a_one_process_run() {
             );
         }
         // The replay runs on the merged frames.
-        ok(Command::new(common::bin("replay"))
-            .arg("--config")
-            .arg(&scfg)
-            .output()
-            .unwrap());
+        common::succeeded(
+            Command::new(common::bin("replay"))
+                .arg("--config")
+                .arg(&scfg)
+                .output()
+                .unwrap(),
+        );
     }
 }
 
@@ -118,7 +110,7 @@ fn the_merge_refuses_missing_mixed_foreign_and_misplaced_shards() {
     );
     std::fs::write(&record, &saved).unwrap();
     // A shard run twice under another count (stale 1-of-2 beside the 4 shards).
-    ok(stage("ingest", &cfg, &["--quiet", "--shard", "1/2"]));
+    common::succeeded(stage("ingest", &cfg, &["--quiet", "--shard", "1/2"]));
     let e = refused(stage("ingest", &cfg, &["merge"]));
     assert!(
         e.contains("shards of different counts (0-of-4, 1-of-2, 1-of-4, 2-of-4, 3-of-4)"),
@@ -145,8 +137,8 @@ fn the_merge_refuses_missing_mixed_foreign_and_misplaced_shards() {
     // Restored, the same shards merge.
     std::fs::write(&cfg, text).unwrap();
     let (i, a) = merge(&cfg);
-    ok(i);
-    ok(a);
+    common::succeeded(i);
+    common::succeeded(a);
     // A bad --shard value is a usage error naming it.
     let out = stage("audit", &cfg, &["--shard", "4/4"]);
     assert_eq!(out.status.code(), Some(2));

@@ -7,7 +7,7 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -53,27 +53,19 @@ impl Drop for Cluster {
     }
 }
 
-fn ok(out: Output) -> Output {
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 #[test]
 fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
     let one = tempfile::tempdir().unwrap();
     demo::generate(one.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
     let cfg_one = one.path().join("pipeline.yaml");
     for bin in ["ingest", "audit", "replay"] {
-        ok(Command::new(common::bin(bin))
-            .arg("--config")
-            .arg(&cfg_one)
-            .output()
-            .unwrap());
+        common::succeeded(
+            Command::new(common::bin(bin))
+                .arg("--config")
+                .arg(&cfg_one)
+                .output()
+                .unwrap(),
+        );
     }
     let d = tempfile::tempdir().unwrap();
     let study = d.path().join("study");

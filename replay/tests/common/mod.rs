@@ -314,3 +314,21 @@ pub(crate) fn write_config(
     std::fs::write(&p, yaml).unwrap();
     p
 }
+
+/// Length of `[a, b)` not covered by `placed`.
+pub(crate) fn oracle_uncovered(placed: &[(i64, i64)], a: i64, b: i64) -> i64 {
+    let mut v: Vec<(i64, i64)> = placed
+        .iter()
+        .map(|&(s, e)| (s.max(a), e.min(b)))
+        .filter(|p| p.1 > p.0)
+        .collect();
+    v.sort_unstable();
+    let (mut covered, mut reach) = (0i64, a);
+    for (s, e) in v {
+        if e > reach {
+            covered += e - s.max(reach);
+            reach = e;
+        }
+    }
+    (b - a) - covered
+}

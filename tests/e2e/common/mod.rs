@@ -39,3 +39,14 @@ pub(crate) fn run_ok(cmd: &mut Command) -> Output {
     );
     out
 }
+
+/// Assert that a finished command succeeded, showing its stdout and stderr otherwise.
+pub(crate) fn succeeded(out: Output) -> Output {
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
