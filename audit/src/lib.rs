@@ -15,6 +15,8 @@ pub mod output;
 pub mod schema;
 #[cfg(feature = "frames")]
 pub mod show;
+#[cfg(feature = "frames")]
+pub mod spill;
 
 pub use error::AuditError;
 #[cfg(feature = "frames")]

@@ -46,54 +46,104 @@ fn meta(frame: &str, sources: &str) -> FrameMeta {
     FrameMeta::new(frame, FRAME_SCHEMA_VERSION).with(KEY_SOURCE_ARCHIVES, sources)
 }
 
-/// Write every audit frame; `attempts` must already be in output order.
-pub fn write_frames(
-    run: &RunDir,
-    attempts: &[AuditedAttempt],
-    sources: &str,
-) -> Result<(Vec<PathBuf>, BlobSizeConflicts), AuditError> {
-    let mut written = Vec::new();
-    let mut put = |name: &str, df: &mut polars::prelude::DataFrame| -> Result<(), AuditError> {
-        let p = run.file(&format!("{name}.parquet"));
-        let spec = crate::schema::AUDIT_FRAME_SPECS
-            .iter()
-            .find(|s| s.name == name)
-            .expect("every audit frame is declared");
-        frames::write_declared(&p, df, spec, &meta(name, sources))?;
-        written.push(p);
-        Ok(())
-    };
-    put("attempts", &mut attempts_frame(attempts))?;
-    put("clipping", &mut clipping_frame(attempts))?;
-    put("exclusions", &mut exclusions_frame(attempts))?;
+/// The audit frames other than `requests`, written batch by batch in row order (one
+/// Parquet row group per batch), so the audit holds one batch of attempts, not the corpus.
+#[derive(Debug)]
+pub struct AuditFrameWriters {
+    attempts: frames::FrameStreamWriter,
+    clipping: frames::FrameStreamWriter,
+    exclusions: frames::FrameStreamWriter,
+    attempt_blobs: frames::FrameStreamWriter,
+    /// Every blob digest seen, with each size it was listed with.
+    sizes: BTreeMap<String, Vec<u64>>,
+    run: RunDir,
+    sources: String,
+}
 
-    // blobs and attempt_blobs.
-    let mut sizes: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    let mut ab = Vec::new();
-    for a in attempts {
-        for b in &a.blobs {
-            let v = sizes.entry(b.digest.clone()).or_default();
+impl AuditFrameWriters {
+    /// Writers for the run's frames; nothing is created until the first batch.
+    pub fn new(run: &RunDir, sources: &str) -> Self {
+        let writer = |spec: &'static frames::schema::FrameSpec| {
+            frames::FrameStreamWriter::new(
+                &run.file(&format!("{}.parquet", spec.name)),
+                spec,
+                meta(spec.name, sources),
+            )
+        };
+        AuditFrameWriters {
+            attempts: writer(&crate::schema::ATTEMPTS),
+            clipping: writer(&crate::schema::CLIPPING),
+            exclusions: writer(&crate::schema::EXCLUSIONS),
+            attempt_blobs: writer(&crate::schema::ATTEMPT_BLOBS),
+            sizes: BTreeMap::new(),
+            run: run.clone(),
+            sources: sources.to_string(),
+        }
+    }
+
+    /// Append the next attempts in row order, after the cohort rules.
+    pub fn write(&mut self, attempts: &[AuditedAttempt]) -> Result<(), AuditError> {
+        self.attempts.write(&attempts_frame(attempts))?;
+        self.clipping.write(&clipping_frame(attempts))?;
+        self.exclusions.write(&exclusions_frame(attempts))?;
+        self.attempt_blobs.write(&attempt_blobs_frame(attempts))?;
+        for b in attempts.iter().flat_map(|a| &a.blobs) {
+            let v = self.sizes.entry(b.digest.clone()).or_default();
             if !v.contains(&b.compressed_bytes) {
                 v.push(b.compressed_bytes);
             }
-            ab.push((a, b));
         }
+        Ok(())
     }
-    let conflicts: BTreeMap<String, Vec<u64>> = sizes
+
+    /// Finish every frame and write `blobs`; returns the files in [`AUDIT_FRAMES`] order
+    /// (without `requests`) and the digests listed with more than one size.
+    pub fn finish(self) -> Result<(Vec<PathBuf>, BlobSizeConflicts), AuditError> {
+        let AuditFrameWriters {
+            attempts,
+            clipping,
+            exclusions,
+            attempt_blobs,
+            sizes,
+            run,
+            sources,
+        } = self;
+        attempts.finish(&mut attempts_frame(&[]))?;
+        clipping.finish(&mut clipping_frame(&[]))?;
+        exclusions.finish(&mut exclusions_frame(&[]))?;
+        let blobs = run.file("blobs.parquet");
+        let mut df = FrameBuilder::new(sizes.len())
+            .str("digest", sizes.keys().cloned().collect())
+            .u64("compressed_bytes", sizes.values().map(|v| v[0]).collect())
+            .f64(
+                "compressed_gib",
+                sizes.values().map(|v| v[0] as f64 / model::GIB).collect(),
+            )
+            .finish();
+        frames::write_declared(
+            &blobs,
+            &mut df,
+            &crate::schema::BLOBS,
+            &meta("blobs", &sources),
+        )?;
+        attempt_blobs.finish(&mut attempt_blobs_frame(&[]))?;
+        let conflicts: BlobSizeConflicts = sizes.into_iter().filter(|(_, v)| v.len() > 1).collect();
+        let written = AUDIT_FRAMES
+            .iter()
+            .filter(|f| **f != "requests")
+            .map(|f| run.file(&format!("{f}.parquet")))
+            .collect();
+        Ok((written, conflicts))
+    }
+}
+
+/// The attempt_blobs frame of these attempts: one row per (attempt, listed blob).
+pub fn attempt_blobs_frame(attempts: &[AuditedAttempt]) -> polars::prelude::DataFrame {
+    let ab: Vec<(&AuditedAttempt, &model::BlobRef)> = attempts
         .iter()
-        .filter(|(_, v)| v.len() > 1)
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .flat_map(|a| a.blobs.iter().map(move |b| (a, b)))
         .collect();
-    let mut df = FrameBuilder::new(sizes.len())
-        .str("digest", sizes.keys().cloned().collect())
-        .u64("compressed_bytes", sizes.values().map(|v| v[0]).collect())
-        .f64(
-            "compressed_gib",
-            sizes.values().map(|v| v[0] as f64 / model::GIB).collect(),
-        )
-        .finish();
-    put("blobs", &mut df)?;
-    let mut df = FrameBuilder::new(ab.len())
+    FrameBuilder::new(ab.len())
         .str(
             "workload",
             ab.iter().map(|r| r.0.workload.as_str().into()).collect(),
@@ -111,9 +161,7 @@ pub fn write_frames(
             "member_prefix",
             ab.iter().map(|r| r.0.member_prefix.clone()).collect(),
         )
-        .finish();
-    put("attempt_blobs", &mut df)?;
-    Ok((written, conflicts))
+        .finish()
 }
 
 /// The attempts frame of these attempts (one row each, in the given order).

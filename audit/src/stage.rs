@@ -3,6 +3,7 @@
 use crate::archive::ScanStats;
 use crate::attempt::AuditedAttempt;
 use crate::output::{self, AuditDocument};
+use crate::spill::AttemptSpill;
 use crate::{ArchiveAudit, AuditError, AuditOptions, audit_archive, cohort};
 use model::run_dir::{JSON_FORMAT_VERSION, RunDir};
 use model::{ArchiveSpec, LoadedConfig};
@@ -12,6 +13,10 @@ use std::path::PathBuf;
 
 /// Archives read in parallel before their request rows are written and released.
 const ARCHIVES_PER_BATCH: usize = 4;
+
+/// Attempts read back from the spill, given the cohort rules and written as one row group
+/// of each frame at a time (fixed, so the bytes do not depend on the machine).
+const ATTEMPTS_PER_BATCH: usize = 1024;
 
 /// The outcome of an audit run.
 #[derive(Debug, Clone)]
@@ -32,9 +37,10 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
     let _lock = lock_and_tidy(run_dir.root(), "audit")?;
     let pool = thread_pool(opts)?;
     // Each archive's request rows are streamed to the requests frame in manifest order and
-    // then released, so memory follows the batch, not the corpus.
+    // then released, and its attempts go to the spill, so memory follows the batch (plus a
+    // small key per attempt), not the corpus.
     let mut requests = output::requests_writer(&run_dir, &sources_text);
-    let mut attempts = Vec::new();
+    let mut attempts = AttemptSpill::new(run_dir.root())?;
     let mut archives = Vec::new();
     scan_in_batches(cfg, &cfg.archives, pool.as_ref(), |spec, mut a, stats| {
         archives.push(ArchiveAudit {
@@ -44,8 +50,7 @@ pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, Audit
         });
         requests.write(&output::requests_batch(&a))?;
         release_intervals(&mut a);
-        attempts.extend(a);
-        Ok(())
+        attempts.extend(&a)
     })?;
     requests.finish(&mut output::requests_batch(&[]))?;
     finish(cfg, &run_dir, attempts, archives, &sources_text)
@@ -138,11 +143,12 @@ fn release_intervals(attempts: &mut [AuditedAttempt]) {
 }
 
 /// What needs the whole corpus: the cohort rules, the other frames, `audit.json` and the
-/// expectations. `attempts` are in manifest order of their archives, each archive's sorted.
+/// expectations. `attempts` were spilled in manifest order of their archives, each
+/// archive's sorted; they are read back in the frames' row order a batch at a time.
 fn finish(
     cfg: &LoadedConfig,
     run_dir: &RunDir,
-    mut attempts: Vec<AuditedAttempt>,
+    attempts: AttemptSpill,
     archives: Vec<ArchiveAudit>,
     sources_text: &str,
 ) -> Result<AuditReport, AuditError> {
@@ -151,23 +157,39 @@ fn finish(
         .iter()
         .map(|a| (a.archive_id.clone(), a.sha256.clone()))
         .collect();
-    cohort::apply_cohort_rules(&mut attempts);
-    attempts.sort_by(|a, b| {
-        (a.workload, &a.attempt_id, &a.archive_id, &a.member_prefix).cmp(&(
-            b.workload,
-            &b.attempt_id,
-            &b.archive_id,
-            &b.member_prefix,
-        ))
-    });
-    let (mut written, blob_size_conflicts) =
-        output::write_frames(run_dir, &attempts, sources_text)?;
+    let attempts = attempts.into_reader()?;
+    let duplicate_of = cohort::duplicate_details(attempts.keys().iter().map(|k| k.copy_key()));
+    let mut tallies: BTreeMap<model::WorkloadId, cohort::WorkloadTally> = cfg
+        .config
+        .workloads
+        .iter()
+        .map(|(w, _)| (w, cohort::WorkloadTally::new(w)))
+        .collect();
+    let mut writers = output::AuditFrameWriters::new(run_dir, sources_text);
+    for rows in attempts.output_order().chunks(ATTEMPTS_PER_BATCH) {
+        let batch = rows
+            .iter()
+            .map(|&i| {
+                let mut a = attempts.read(i)?;
+                cohort::apply_rules(&mut a, duplicate_of.get(&i).map(String::as_str));
+                if let Some(t) = tallies.get_mut(&a.workload) {
+                    t.add(&a);
+                }
+                Ok(a)
+            })
+            .collect::<Result<Vec<_>, AuditError>>()?;
+        writers.write(&batch)?;
+    }
+    let (mut written, blob_size_conflicts) = writers.finish()?;
     written.insert(1, run_dir.file("requests.parquet"));
     let mut workloads = BTreeMap::new();
     for (w, wc) in cfg.config.workloads.iter() {
+        let tally = tallies
+            .remove(&w)
+            .unwrap_or_else(|| cohort::WorkloadTally::new(w));
         workloads.insert(
             w.as_str().to_string(),
-            cohort::summarize(w, &attempts, Some(wc.expect.clone())),
+            tally.finish(Some(wc.expect.clone())),
         );
     }
     let differences: Vec<String> = workloads
@@ -280,7 +302,7 @@ pub fn merge_shards(cfg: &LoadedConfig) -> Result<AuditReport, AuditError> {
         .map_or(1, |(s, _)| s.count);
     let sources_text = sources_text(cfg);
     let mut requests = output::requests_writer(&run_dir, &sources_text);
-    let mut attempts = Vec::new();
+    let mut attempts = AttemptSpill::new(run_dir.root())?;
     let mut archives = Vec::new();
     for (i, spec) in cfg.archives.iter().enumerate() {
         let shard = model::shard::Shard {
@@ -309,7 +331,7 @@ pub fn merge_shards(cfg: &LoadedConfig) -> Result<AuditReport, AuditError> {
             stats: part.stats,
             attempts: part.attempts.len(),
         });
-        attempts.extend(part.attempts);
+        attempts.extend(&part.attempts)?;
     }
     requests.finish(&mut output::requests_batch(&[]))?;
     finish(cfg, &run_dir, attempts, archives, &sources_text)

@@ -32,25 +32,24 @@ pub enum Scale {
     Full,
     /// Ten times the study: tmax 2,670, deepswe 20,000 census + 1,000 pilot.
     X10,
+    /// A hundred times the study: tmax 26,700, deepswe 200,000 census + 10,000 pilot.
+    X100,
 }
 
 impl Scale {
-    /// Parse `small`, `full` or `x10`.
+    /// Every scale, smallest first.
+    pub const ALL: [Scale; 4] = [Scale::Small, Scale::Full, Scale::X10, Scale::X100];
+
+    /// Every scale's name, smallest first (the command line's choices).
+    pub const NAMES: [&'static str; 4] = ["small", "full", "x10", "x100"];
+
+    /// Parse a scale's name (one of [`Scale::NAMES`]).
     pub fn parse(s: &str) -> Option<Scale> {
-        match s {
-            "small" => Some(Scale::Small),
-            "full" => Some(Scale::Full),
-            "x10" => Some(Scale::X10),
-            _ => None,
-        }
+        Scale::ALL.into_iter().find(|x| x.as_str() == s)
     }
     /// The lowercase name.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Scale::Small => "small",
-            Scale::Full => "full",
-            Scale::X10 => "x10",
-        }
+        Scale::NAMES[self as usize]
     }
 }
 

@@ -105,10 +105,20 @@ struct Shape {
     llm_query_errors: usize,
     pilot_tasks: usize,
     archives: usize,
+    /// Archives the pilot is spread over (contiguous runs of its attempts), so that at
+    /// larger scales archives grow in number, not in size.
+    pilot_archives: usize,
     repos: usize,
     median_duration_s: f64,
     concurrency: f64,
     anomalies: Anomalies,
+}
+
+impl Shape {
+    /// The pilot's archives: one per [`Shape::pilot_archives`], never more than its tasks.
+    fn pilot_archive_count(&self) -> usize {
+        self.pilot_archives.min(self.pilot_tasks).max(1)
+    }
 }
 
 /// How many of each timing anomaly to inject into one workload.
@@ -183,6 +193,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
     let k = match scale {
         Scale::Small | Scale::Full => 1,
         Scale::X10 => 10,
+        Scale::X100 => 100,
     };
     match (w, scale) {
         (WorkloadId::Tmax, Scale::Small) => Shape {
@@ -194,6 +205,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             llm_query_errors: 0,
             pilot_tasks: 0,
             archives: 2,
+            pilot_archives: 1,
             repos: 0,
             median_duration_s: 900.0,
             concurrency: 16.0,
@@ -218,6 +230,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             llm_query_errors: 0,
             pilot_tasks: 0,
             archives: 3 * k,
+            pilot_archives: k,
             repos: 0,
             median_duration_s: 900.0,
             concurrency: 16.0,
@@ -242,6 +255,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             llm_query_errors: 1,
             pilot_tasks: 2,
             archives: 2,
+            pilot_archives: 1,
             repos: 3,
             median_duration_s: 1200.0,
             concurrency: 32.0,
@@ -265,6 +279,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             llm_query_errors: k,
             pilot_tasks: 25 * k,
             archives: 10 * k,
+            pilot_archives: k,
             repos: 40,
             median_duration_s: 1200.0,
             concurrency: 32.0,
@@ -332,11 +347,13 @@ pub fn plan_corpus_with(scale: Scale, seed: u64, knobs: &CorpusKnobs) -> CorpusP
         }
         if sh.pilot_tasks > 0 {
             let pilot_archive = archives.len();
-            archives.push(PlannedArchive {
-                archive_id: format!("{w}-pilot-000"),
-                workload: w,
-                compression: Compression::Zstd,
-            });
+            for p in 0..sh.pilot_archive_count() {
+                archives.push(PlannedArchive {
+                    archive_id: format!("{w}-pilot-{p:03}"),
+                    workload: w,
+                    compression: Compression::Zstd,
+                });
+            }
             let mut prng = Stream::new(seed, 100 + wi as u64);
             let mut pks = KnobStreams::new(seed, wi, true);
             census.extend(plan_pilot(
@@ -818,12 +835,15 @@ fn plan_pilot(
     seed: u64,
     rng: &mut Stream,
     ks: &mut KnobStreams,
-    archive: usize,
+    first_archive: usize,
 ) -> Vec<PlannedAttempt> {
     let tasks = tasks_for(w, sh, k, seed, rng, true);
+    // Four attempts per task; the tasks in contiguous runs over the pilot's archives.
+    let tasks_per_archive = tasks.len().div_ceil(sh.pilot_archive_count()).max(1);
     let mut out = Vec::new();
     let mut t_ns = PILOT_EPOCH * NS + rng.below(NS);
-    for task in &tasks {
+    for (ti, task) in tasks.iter().enumerate() {
+        let archive = first_archive + ti / tasks_per_archive;
         for a in 0..4 {
             let d = duration_ns(rng, sh.median_duration_s, k, ks);
             let gen_start_ns = t_ns;

@@ -51,8 +51,9 @@ pub enum Command {
         /// Output directory (required unless `--zoo list`).
         #[arg(long, required_unless_present = "zoo")]
         out: Option<PathBuf>,
-        /// small (a few dozen attempts), full (the study's cohort) or x10.
-        #[arg(long, default_value = "full", value_parser = ["small", "full", "x10"])]
+        /// small (a few dozen attempts), full (the study's cohort), x10 or x100 (ten and a
+        /// hundred times the study, more archives of the same size).
+        #[arg(long, default_value = "full", value_parser = demo::Scale::NAMES)]
         scale: String,
         /// Seed of the generator.
         #[arg(long, default_value_t = demo::DEFAULT_SEED)]
