@@ -109,8 +109,8 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
             )
             .map_err(exit_code)?;
             println!(
-                "audit shard {shard}: {} archives, {} attempts, parts in {}",
-                archives.len(),
+                "audit shard {shard}: {}, {} attempts, parts in {}",
+                read_totals(&archives),
                 archives.iter().map(|a| a.attempts).sum::<usize>(),
                 shard.dir(&cfg.run_dir).display()
             );
@@ -189,6 +189,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
 }
 
 fn print_cohorts(r: &audit::AuditReport) {
+    println!("{}", read_totals(&r.archives));
     for (w, s) in &r.document.workloads {
         println!(
             "{w}: {} audited, {} included, {} excluded, {} pilot, {} flagged",
@@ -213,4 +214,18 @@ fn exit_code(e: audit::AuditError) -> (u8, anyhow::Error) {
         1
     };
     (code, e.into())
+}
+
+/// `N archives read: M members, X MB compressed, Y MB uncompressed` (MB = 10^6 bytes).
+fn read_totals(archives: &[audit::ArchiveAudit]) -> String {
+    let sum = |f: fn(&audit::archive::ScanStats) -> u64| -> u64 {
+        archives.iter().map(|a| f(&a.stats)).sum()
+    };
+    format!(
+        "{} archives read: {} members, {:.1} MB compressed, {:.1} MB uncompressed",
+        archives.len(),
+        sum(|s| s.members),
+        sum(|s| s.compressed_bytes) as f64 / 1e6,
+        sum(|s| s.uncompressed_bytes) as f64 / 1e6
+    )
 }

@@ -48,7 +48,20 @@ fn shards_merge_to_the_bytes_of_a_one_process_run() {
     let one = tempfile::tempdir().unwrap();
     let cfg = demo(one.path());
     common::succeeded(stage("ingest", &cfg, &["--quiet"]));
-    common::succeeded(stage("audit", &cfg, &[]));
+    let whole = common::succeeded(stage("audit", &cfg, &[]));
+    let totals = |out: &Output| -> String {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find(|l| l.contains(" archives read: "))
+            .unwrap_or_else(|| panic!("no totals line in {}", String::from_utf8_lossy(&out.stdout)))
+            .to_string()
+    };
+    // The small demo's 5 archives; the members and bytes read are the same however split.
+    assert!(
+        totals(&whole).starts_with("5 archives read: "),
+        "{}",
+        totals(&whole)
+    );
     for n in [1u32, 2, 4] {
         let d = tempfile::tempdir().unwrap();
         let scfg = demo(d.path());
@@ -56,6 +69,7 @@ fn shards_merge_to_the_bytes_of_a_one_process_run() {
         let (i, a) = merge(&scfg);
         common::succeeded(i);
         let a = common::succeeded(a);
+        assert_eq!(totals(&a), totals(&whole), "{n} shards");
         assert!(
             String::from_utf8_lossy(&a.stdout).contains("deepswe: 40 audited, 38 included"),
             "{}",
