@@ -5,7 +5,7 @@
 //! The full zoo (16 instances, up to 5,040 attempts each) takes the better part of an hour
 //! through the chain, too slow for the suite, so this test takes **every named shape at a
 //! reduced attempt count**: the instance's own generator seed and knobs (durations, request
-//! timing, quotas, blobs) at the demo's small scale (its task counts: about 24 tmax and 40
+//! timing, quotas, blobs) at the demo's small scale (its task counts: about 24 tmax and 39
 //! deepswe attempts), planned in memory by the demo generator
 //! (`demo::zoo`), with K scaled by the same factor as the attempt count (at least 4) and
 //! the CPU and RAM caps by the same factor as K (never below the largest quota), so the caps
