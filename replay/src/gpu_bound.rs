@@ -3,7 +3,9 @@
 //! requests. Per attempt `i`, a Lagrangian relaxation of "at every instant of `i`'s life the
 //! partners running beside it fit the capacity" caps the request overlap `i` can get from all
 //! partners together (`X_i`); Jensen's inequality on `i`'s own requests then gives
-//! `union >= sum_i w_i req_i^2 / (w_i req_i + X_i)`. The argument is docs/BOUNDS.md, item 7.
+//! `union >= sum_i w_i req_i^2 / (w_i req_i + X_i)`. The argument is docs/BOUNDS.md, item 7;
+//! step 3 there adds the capacity constraints at a few interior instants of `i`'s life (the
+//! midpoints of its longest requests) to those at its two ends.
 //!
 //! Every multiplier gives a valid cap, so neither the grid of multipliers nor the budget can
 //! make the bound invalid: an attempt whose partner sweeps do not fit the budget keeps the
@@ -19,7 +21,7 @@ use serde::{Deserialize, Serialize};
 const SAFETY: f64 = 1e-9;
 
 /// Interior instants per attempt whose capacity constraints the caps use (the midpoints of
-/// its longest requests; docs/BOUNDS.md, item 7, step 2).
+/// its longest requests; docs/BOUNDS.md, item 7, step 3).
 pub const INTERIOR_POINTS: u32 = 4;
 
 /// How many of the best multipliers `alpha` of the ends-only stage are tried again with the
@@ -125,7 +127,7 @@ fn request_count(g: &GridInstance, j: usize) -> u64 {
 /// (docs/BOUNDS.md, item 7): `[-d_j, h1]` (`L = tau + d_j`), `[h1, h2]`
 /// (`L = min(d_i, d_j)`), `[h2, d_i]` (`L = d_i - tau`), `h1 = min(0, d_i - d_j)`,
 /// `h2 = max(0, d_i - d_j)`, further at the **cuts**: the shifts where `j` starts or stops
-/// covering one of the instants whose capacity constraint the cap uses (item 7, step 2), so
+/// covering one of the instants whose capacity constraint the cap uses (item 7, step 3), so
 /// that on each segment the set of such instants `j` covers is the same at every interior
 /// shift. Each segment keeps the upper concave hull of the correlation's vertices
 /// `(tau, c)` on its closure (its ends included), so `max c(tau) + a tau` over the segment is
