@@ -9,7 +9,7 @@
 
 use replay::bounds::strong_bounds;
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate, evaluate_starts};
-use replay::gpu_bound::{Weighting, partner_overlap_caps, pattern_bound};
+use replay::gpu_bound::{INTERIOR_POINTS, Weighting, partner_overlap_caps, pattern_bound};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -73,13 +73,23 @@ fn main() {
     let cfg = model::load_config(&yaml).expect("pipeline.yaml");
     let input = replay::input::load_input(&cfg).expect("audited run directory");
     let pcfg = &cfg.config.search.pattern_bound;
+    // PATTERN_POINTS=k: the interior instants per attempt of the diagnostics below.
+    let points: u32 = std::env::var("PATTERN_POINTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(INTERIOR_POINTS);
     let schedules = frames::read_frame(
         &cfg.run_dir.join("schedules.parquet"),
         "schedules",
         model::run_dir::FRAME_SCHEMA_VERSION,
     )
     .ok();
+    // PATTERN_WORKLOAD=name: only that workload.
+    let only = std::env::var("PATTERN_WORKLOAD").ok();
     for inst in &input.workloads {
+        if only.as_deref().is_some_and(|w| w != inst.workload.as_str()) {
+            continue;
+        }
         let g = GridInstance::new(inst);
         let gpus = inst.caps.gpus;
         let fifo = evaluate(
@@ -109,6 +119,61 @@ fn main() {
             p.attempts,
             p.pair_events,
         );
+        // Diagnostic (not a bound): with PATTERN_SAMPLE=n, sweep every partner of n attempts
+        // spread evenly over the index order and estimate what a complete sweep would give
+        // (the sample's ratio of pattern terms to request-time terms, times the whole
+        // request-time sum). The sample's own partial sum is a valid bound.
+        if let Some(n) = std::env::var("PATTERN_SAMPLE")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+        {
+            let with_req: Vec<usize> = (0..g.len()).filter(|&j| g.request_len[j] > 0).collect();
+            let step = (with_req.len() / n.max(1)).max(1);
+            let mut swept = vec![false; g.len()];
+            for &j in with_req.iter().step_by(step).take(n) {
+                swept[j] = true;
+            }
+            let t = Instant::now();
+            let caps = partner_overlap_caps(&g, &swept, pcfg.alpha_steps, points);
+            let secs = t.elapsed().as_secs_f64();
+            let full = partner_overlap_caps(&g, &vec![false; g.len()], 0, 0);
+            for (x, wt) in Weighting::ALL.iter().enumerate() {
+                let w: Vec<f64> = match wt {
+                    Weighting::Count => vec![1.0; g.len()],
+                    Weighting::Cores => g.cores.iter().map(|&c| c as f64).collect(),
+                    Weighting::Mem => g.mem.iter().map(|&m| m as f64).collect(),
+                };
+                let term = |i: usize, cap: f64| {
+                    let r = g.request_len[i] as f64;
+                    if r > 0.0 {
+                        w[i] * r * r / (w[i] * r + cap)
+                    } else {
+                        0.0
+                    }
+                };
+                let (mut s_pat, mut s_triv, mut all_triv, mut partial) = (0.0, 0.0, 0.0, 0.0);
+                for i in 0..g.len() {
+                    let tt = term(i, full[x][i]);
+                    all_triv += tt;
+                    if swept[i] {
+                        s_pat += term(i, caps[x][i]);
+                        s_triv += tt;
+                        partial += term(i, caps[x][i]);
+                    } else {
+                        partial += tt;
+                    }
+                }
+                let h = |ns: f64| f64::from(gpus) * ns / 3.6e12;
+                println!(
+                    "  sample {} attempts ({wt:?}, {secs:.1} s): request-time sum {:.3} h, estimated complete sweep {:.3} h (sample ratio {:.3}), valid partial bound {:.3} h",
+                    swept.iter().filter(|&&s| s).count(),
+                    h(all_triv),
+                    h(all_triv * s_pat / s_triv),
+                    s_pat / s_triv,
+                    h(partial),
+                );
+            }
+        }
         let Some(df) = &schedules else { continue };
         // The run's selected schedules of this workload.
         let col = |name: &str| df.column(name).expect("column").clone();
@@ -145,7 +210,7 @@ fn main() {
         }
         let swept: Vec<bool> = vec![true; g.len()];
         let caps = if p.attempts_swept == p.attempts {
-            Some(partner_overlap_caps(&g, &swept, pcfg.alpha_steps))
+            Some(partner_overlap_caps(&g, &swept, pcfg.alpha_steps, points))
         } else {
             None
         };

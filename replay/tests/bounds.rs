@@ -12,7 +12,9 @@ use proptest::prelude::*;
 use replay::WorkloadInstance;
 use replay::bounds::{blob_bound_parts, k_prime, strong_bounds};
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
-use replay::gpu_bound::{PatternStatus, Weighting, partner_overlap_caps, pattern_bound};
+use replay::gpu_bound::{
+    INTERIOR_POINTS, PatternStatus, Weighting, partner_overlap_caps, pattern_bound,
+};
 use replay::lp::{LpStatus, lp_bounds};
 
 const GIB: u64 = 1 << 30;
@@ -265,7 +267,7 @@ proptest! {
             .map(|j| ((d - g.duration[j]) / NS + 1) as f64)
             .product();
         prop_assume!(combos <= 50_000.0);
-        let caps = partner_overlap_caps(&g, &vec![true; g.len()], 10);
+        let caps = partner_overlap_caps(&g, &vec![true; g.len()], 10, INTERIOR_POINTS);
         let weights: Vec<Vec<f64>> = Weighting::ALL
             .iter()
             .map(|w| match w {

@@ -9,7 +9,9 @@ use proptest::prelude::*;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
-use replay::gpu_bound::{PatternStatus, Weighting, partner_overlap_caps, pattern_bound};
+use replay::gpu_bound::{
+    INTERIOR_POINTS, PatternStatus, Weighting, partner_overlap_caps, pattern_bound,
+};
 use replay::synthetic::{SyntheticShape, synthetic_instance};
 
 /// `sum_j w_j |R_i ∩ R_j|` of a schedule for attempt `i` (the test's own, pairwise).
@@ -70,7 +72,7 @@ proptest! {
         let bound = pattern_bound(&g, 8, &PatternBoundConfig::default());
         prop_assert_eq!(bound.status, PatternStatus::Complete);
         prop_assert!(bound.bound_h >= bound.request_time_h * (1.0 - 1e-12));
-        let caps = partner_overlap_caps(&g, &vec![true; g.len()], 10);
+        let caps = partner_overlap_caps(&g, &vec![true; g.len()], 10, INTERIOR_POINTS);
         let weights: Vec<Vec<f64>> = Weighting::ALL
             .iter()
             .map(|w| match w {
