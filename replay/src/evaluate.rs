@@ -465,20 +465,15 @@ pub fn covered_bucket_union_with(
             *r = (*r).max(lb);
         }
     }
-    let cov = &mut scratch.cover_count;
-    cov.clear();
-    cov.resize(n_buckets + 1, 0);
-    let cov = &mut cov[..];
     let mut far = 0u32;
     let mut whole = 0i64;
     let runs = &mut scratch.open_runs;
     runs.clear();
     let mut prev_open = false;
     let mut run_start = 0usize;
-    for (b, (c, &r)) in cov[..n_buckets].iter_mut().zip(reach.iter()).enumerate() {
+    for (b, &r) in reach[..n_buckets].iter().enumerate() {
         far = far.max(r);
         let is_open = far as usize <= b;
-        *c = i32::from(!is_open);
         whole += i64::from(!is_open);
         // Open runs begin and end rarely: the branch is nearly always not taken.
         if is_open != prev_open {
@@ -540,6 +535,15 @@ pub fn covered_bucket_union_with(
             }
         }
     } else {
+        // Per bucket, 1 when some request covers it whole (the running maximum again).
+        let cov = &mut scratch.cover_count;
+        cov.clear();
+        cov.resize(n_buckets + 1, 0);
+        let mut far = 0u32;
+        for (b, (c, &r)) in cov[..n_buckets].iter_mut().zip(reach.iter()).enumerate() {
+            far = far.max(r);
+            *c = i32::from(far as usize > b);
+        }
         for &j in start_order {
             let j = j as usize;
             let s = starts[j];
