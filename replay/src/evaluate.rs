@@ -180,9 +180,11 @@ pub struct Scratch {
     order: Vec<u32>,
     blob_open: Vec<(i64, i64)>,
     blob_total: Vec<i64>,
+    /// Per bucket, 1 when some request covers it whole.
     cover_count: Vec<i32>,
-    /// Per bucket, the requests whose whole-bucket run ends there.
-    cover_ends: Vec<i32>,
+    /// Per bucket, the furthest end bucket of the requests whose whole-bucket run starts
+    /// there.
+    cover_reach: Vec<u32>,
     pieces: Vec<(i64, i64)>,
     /// Starts in sweep order (binary-searched for the attempts around an open run).
     sorted_starts: Vec<i64>,
@@ -362,7 +364,7 @@ pub fn gpu_union(g: &GridInstance, starts: &[i64], makespan: i64, scratch: &mut 
 /// `start_order` (nondecreasing start; every attempt once). `makespan` must be at least every
 /// end.
 ///
-/// First by bucket coverage counts ([`covered_bucket_union`]); when too many buckets are
+/// First by bucket coverage ([`covered_bucket_union`]); when too many buckets are
 /// not covered whole by a single request (sparse requests), by the ring-bucket merge sweep
 /// ([`ring_union_in_order`]). Both are exact.
 pub fn gpu_union_in_order(
@@ -400,9 +402,10 @@ pub enum OpenPieces {
     Runs,
 }
 
-/// Union length by coverage counts on power-of-two time buckets (about one per request):
-/// pass 1 adds, per request, one to the buckets it covers whole (a difference array); a
-/// bucket covered whole by some request adds its width. Then the pieces of the requests in
+/// Union length by bucket coverage on power-of-two time buckets (about one per request):
+/// pass 1 records, per bucket, the furthest end bucket of the requests whose run of whole
+/// buckets starts there; a bucket covered whole by some request (the running maximum lies
+/// beyond it) adds its width. Then the pieces of the requests in
 /// the other buckets (clipped to them) are collected, sorted and merged: usually from the
 /// few attempts around each run of such buckets ([`OpenPieces::Auto`]). `None` (nothing
 /// computed) when more than an eighth of the buckets up to the makespan are not covered
@@ -439,41 +442,38 @@ pub fn covered_bucket_union_with(
     }
     let width = 1i64 << shift;
     let n_buckets = (span >> shift) as usize + 2;
-    let cov = &mut scratch.cover_count;
-    cov.clear();
-    cov.resize(n_buckets + 1, 0);
-    // The difference array does not depend on the order: attempts in index order read the
-    // request arrays front to back (one stream, no miss per attempt). The +1s and the -1s
-    // go to two arrays: a request's end bucket is often the next one's first bucket, and
-    // one array would chain those two updates through memory.
-    let ends = &mut scratch.cover_ends;
-    ends.clear();
-    ends.resize(n_buckets + 1, 0);
-    let (cov, ends) = (&mut cov[..], &mut ends[..]);
+    // Pass 1: per bucket, the furthest end bucket of the requests whose whole-bucket run
+    // starts there (`reach[fb] = max lb`); a bucket is covered whole by some request iff
+    // the running maximum over the buckets up to it lies beyond it. One read-modify-write
+    // per request (a difference array of counts needs two). The maximum does not depend
+    // on the order: attempts in index order read the request arrays front to back (one
+    // stream, no miss per attempt).
+    let reach = &mut scratch.cover_reach;
+    reach.clear();
+    reach.resize(n_buckets + 1, 0);
+    let reach = &mut reach[..];
     for (j, &s) in starts.iter().enumerate() {
         let range = g.request_first[j]..g.request_first[j + 1];
         let (rs, re) = (&g.request_start[range.clone()], &g.request_end[range]);
         for (&r0, &r1) in rs.iter().zip(re) {
             let (x, y) = (s + r0, s + r1);
-            // Buckets [fb, lb) lie inside [x, y); none when fb >= lb (then the two
-            // updates are zero, so no branch).
+            // Buckets [fb, lb) lie inside [x, y); none when fb >= lb (then `lb` is no
+            // further than `fb` and the maximum cannot cover a bucket: no branch).
             let fb = ((x + width - 1) >> shift) as usize;
-            let lb = (y >> shift) as usize;
-            let inside = i32::from(fb < lb);
-            cov[fb] += inside;
-            ends[lb] += inside;
+            let lb = (y >> shift) as u32;
+            let r = &mut reach[fb];
+            *r = (*r).max(lb);
         }
     }
-    let mut run = 0i32;
+    let mut far = 0u32;
     let mut whole = 0i64;
     let runs = &mut scratch.open_runs;
     runs.clear();
     let mut prev_open = false;
     let mut run_start = 0usize;
-    for (b, (c, &e)) in cov[..n_buckets].iter_mut().zip(ends.iter()).enumerate() {
-        run += *c - e;
-        *c = run;
-        let is_open = run <= 0;
+    for (b, &r) in reach[..n_buckets].iter().enumerate() {
+        far = far.max(r);
+        let is_open = far as usize <= b;
         whole += i64::from(!is_open);
         // Open runs begin and end rarely: the branch is nearly always not taken.
         if is_open != prev_open {
@@ -535,6 +535,15 @@ pub fn covered_bucket_union_with(
             }
         }
     } else {
+        // Per bucket, 1 when some request covers it whole (the running maximum again).
+        let cov = &mut scratch.cover_count;
+        cov.clear();
+        cov.resize(n_buckets + 1, 0);
+        let mut far = 0u32;
+        for (b, (c, &r)) in cov[..n_buckets].iter_mut().zip(reach.iter()).enumerate() {
+            far = far.max(r);
+            *c = i32::from(far as usize > b);
+        }
         for &j in start_order {
             let j = j as usize;
             let s = starts[j];

@@ -179,27 +179,38 @@ fn replay_with_pool(
     let budget = ReplayBudget::from_config(search);
     let mut shared = ChaCha8Rng::seed_from_u64(search.seed);
     // Each workload's LP bounds need only its grid instance and its FIFO schedule, not the
-    // search: they run on a thread of their own (HiGHS single-threaded, budgets in counts)
-    // beside the searches on the pool, so a workload's LP can overlap the previous
-    // workload's search. The results do not depend on what runs beside them.
+    // search: they run as jobs on the pool (HiGHS single-threaded, budgets in counts),
+    // spawned before any search, the largest workload's first, so a worker takes each at
+    // once and the searches run on the other workers beside them (the largest workload's
+    // cache LP is the stage's longest serial piece: it starts first and runs alone on its
+    // worker; no more threads than the pool's compete for the cores). The results do not
+    // depend on what runs beside them or on which worker.
     let prepared = input
         .workloads
         .iter()
         .map(PreparedWorkload::new)
         .collect::<Result<Vec<_>, _>>()?;
-    let (workloads, failures) = std::thread::scope(|scope| {
-        let lp_threads: Vec<_> = prepared
-            .iter()
-            .map(|p| scope.spawn(|| p.lp_bounds(&search.lp_bounds)))
-            .collect();
+    let mut lp_order: Vec<usize> = (0..prepared.len()).collect();
+    lp_order.sort_by_key(|&i| (std::cmp::Reverse(prepared[i].g.len()), i));
+    let (workloads, failures) = pool.in_place_scope_fifo(|scope| {
+        let mut lp_results: Vec<Option<LpResult>> = prepared.iter().map(|_| None).collect();
+        for &i in &lp_order {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (p, cfg) = (&prepared[i], &search.lp_bounds);
+            scope.spawn_fifo(move |_| {
+                // The receiver waits for it unless the stage failed first.
+                let _ = tx.send(p.lp_bounds(cfg));
+            });
+            lp_results[i] = Some(rx);
+        }
         let mut workloads = Vec::new();
         let mut failures = Vec::new();
-        for (p, lp_thread) in prepared.iter().zip(lp_threads) {
+        for (p, lp_result) in prepared.iter().zip(lp_results) {
             let t0 = Instant::now();
             let (report, mut f) = replay_workload(
                 p,
                 &budget,
-                lp_thread,
+                lp_result.expect("one LP job per workload"),
                 &search.pattern_bound,
                 &mut shared,
                 pool,
@@ -223,6 +234,9 @@ fn replay_with_pool(
         failures,
     ))
 }
+
+/// Where a workload's LP bounds job sends its result.
+type LpResult = std::sync::mpsc::Receiver<lp::LpBounds>;
 
 /// What a workload's replay needs before its search: the grid instance, the independent
 /// FIFO (the deadline) and the per-blob bound parts.
@@ -266,7 +280,7 @@ impl<'a> PreparedWorkload<'a> {
 fn replay_workload(
     p: &PreparedWorkload<'_>,
     budget: &ReplayBudget,
-    lp_thread: std::thread::ScopedJoinHandle<'_, lp::LpBounds>,
+    lp_result: LpResult,
     pattern_config: &model::config::PatternBoundConfig,
     shared: &mut ChaCha8Rng,
     pool: &rayon::ThreadPool,
@@ -303,9 +317,11 @@ fn replay_workload(
     let pattern = pool.install(|| gpu_bound::pattern_bound(g, gpus, pattern_config));
     let strong_bounds =
         bounds::strong_bounds_from(g, gpus, deadline_ns, &p.per_blob).with_gpu_pattern(pattern);
-    let lp_bounds = lp_thread
-        .join()
-        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+    // A job that panicked drops its sender; the pool's scope resumes that panic once this
+    // one has unwound.
+    let lp_bounds = lp_result
+        .recv()
+        .expect("the LP bounds job ended without a result");
     let best_bounds = ResourceHours {
         cpu: lower_bounds.cpu,
         ram: lower_bounds.ram,
