@@ -96,9 +96,9 @@ impl AuditFrameWriters {
         Ok(())
     }
 
-    /// Finish every frame and write `blobs`; returns the files in [`AUDIT_FRAMES`] order
-    /// (without `requests`) and the digests listed with more than one size.
-    pub fn finish(self) -> Result<(Vec<PathBuf>, BlobSizeConflicts), AuditError> {
+    /// Finish every frame and write `blobs`; returns the digests listed with more than one
+    /// size.
+    pub fn finish(self) -> Result<BlobSizeConflicts, AuditError> {
         let AuditFrameWriters {
             attempts,
             clipping,
@@ -127,13 +127,7 @@ impl AuditFrameWriters {
             &meta("blobs", &sources),
         )?;
         attempt_blobs.finish(&mut attempt_blobs_frame(&[]))?;
-        let conflicts: BlobSizeConflicts = sizes.into_iter().filter(|(_, v)| v.len() > 1).collect();
-        let written = AUDIT_FRAMES
-            .iter()
-            .filter(|f| **f != "requests")
-            .map(|f| run.file(&format!("{f}.parquet")))
-            .collect();
-        Ok((written, conflicts))
+        Ok(sizes.into_iter().filter(|(_, v)| v.len() > 1).collect())
     }
 }
 

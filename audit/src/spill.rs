@@ -54,6 +54,14 @@ impl SpillKey {
     }
 }
 
+/// A failure of the spill file, named by the directory it lives in (the file has no name).
+fn spill_error(dir: &Path, source: std::io::Error) -> AuditError {
+    AuditError::Io {
+        path: dir.join("(audit's temporary attempt file)"),
+        source,
+    }
+}
+
 /// Attempts appended in corpus order (archives in manifest order, each archive's attempts
 /// sorted) to an unnamed temporary file in the run directory, read back one by one.
 #[derive(Debug)]
@@ -79,17 +87,12 @@ impl AttemptSpill {
         })
     }
 
-    fn io_error(&self, source: std::io::Error) -> AuditError {
-        AuditError::Io {
-            path: self.dir.join("(audit's temporary attempt file)"),
-            source,
-        }
-    }
-
     /// Append one attempt.
     pub fn push(&mut self, a: &AuditedAttempt) -> Result<(), AuditError> {
         let bytes = serde_json::to_vec(a).expect("an audited attempt serializes");
-        self.file.write_all(&bytes).map_err(|e| self.io_error(e))?;
+        self.file
+            .write_all(&bytes)
+            .map_err(|source| spill_error(&self.dir, source))?;
         self.keys.push(SpillKey {
             workload: a.workload,
             attempt_id: a.attempt_id.as_str().into(),
@@ -115,14 +118,13 @@ impl AttemptSpill {
 
     /// Stop writing; the records can then be read.
     pub fn into_reader(self) -> Result<SpillReader, AuditError> {
-        let dir = self.dir.clone();
-        let file = self.file.into_inner().map_err(|e| AuditError::Io {
-            path: dir.join("(audit's temporary attempt file)"),
-            source: e.into_error(),
-        })?;
+        let file = self
+            .file
+            .into_inner()
+            .map_err(|e| spill_error(&self.dir, e.into_error()))?;
         Ok(SpillReader {
             file,
-            dir,
+            dir: self.dir,
             keys: self.keys,
         })
     }
@@ -146,16 +148,14 @@ impl SpillReader {
     pub fn read(&self, index: usize) -> Result<AuditedAttempt, AuditError> {
         let k = &self.keys[index];
         let mut buf = vec![0u8; k.bytes as usize];
-        let path = || self.dir.join("(audit's temporary attempt file)");
         self.file
             .read_exact_at(&mut buf, k.offset)
-            .map_err(|source| AuditError::Io {
-                path: path(),
-                source,
-            })?;
-        serde_json::from_slice(&buf).map_err(|e| AuditError::Io {
-            path: path(),
-            source: std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            .map_err(|source| spill_error(&self.dir, source))?;
+        serde_json::from_slice(&buf).map_err(|e| {
+            spill_error(
+                &self.dir,
+                std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+            )
         })
     }
 

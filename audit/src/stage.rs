@@ -180,8 +180,11 @@ fn finish(
             .collect::<Result<Vec<_>, AuditError>>()?;
         writers.write(&batch)?;
     }
-    let (mut written, blob_size_conflicts) = writers.finish()?;
-    written.insert(1, run_dir.file("requests.parquet"));
+    let blob_size_conflicts = writers.finish()?;
+    let mut written: Vec<PathBuf> = output::AUDIT_FRAMES
+        .iter()
+        .map(|f| run_dir.file(&format!("{f}.parquet")))
+        .collect();
     let mut workloads = BTreeMap::new();
     for (w, wc) in cfg.config.workloads.iter() {
         let tally = tallies
