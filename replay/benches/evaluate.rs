@@ -186,42 +186,33 @@ fn main() {
             max_removed: 3,
             late_acceptance: 64,
         };
-        // The chain's state build alone (a chain of no moves), best of 5.
-        let mut build = f64::INFINITY;
-        let mut build_cpu = f64::INFINITY;
-        for _ in 0..5 {
-            let mut rng =
-                <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
-            let none = replay::lns::ChainParams { moves: 0, ..params };
-            let cpu0 = cpu_s();
-            let t = Instant::now();
-            std::hint::black_box(replay::lns::run_chain(
-                &g, &ctx, &e.starts, objective, none, &mut rng,
-            ));
-            build = build.min(t.elapsed().as_secs_f64());
-            if let Some(c) = cpu_s().zip(cpu0).map(|(b, a)| b - a) {
-                build_cpu = build_cpu.min(c);
+        // The chain's state build alone (a chain of no moves), and the chain itself, each
+        // timed over ten runs of identical work (the CPU clock of a thread ticks in
+        // milliseconds: one 2,000-move chain is a few tens of them); the smaller of two
+        // such rounds, as the machine is shared.
+        const RUNS: u32 = 10;
+        let timed = |p: replay::lns::ChainParams| {
+            let (mut wall, mut cpu, mut out) = (f64::INFINITY, f64::INFINITY, None);
+            for _round in 0..2 {
+                let cpu0 = cpu_s();
+                let t = Instant::now();
+                for _ in 0..RUNS {
+                    let mut rng = <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
+                    out = Some(replay::lns::run_chain(
+                        &g, &ctx, &e.starts, objective, p, &mut rng,
+                    ));
+                }
+                wall = wall.min(t.elapsed().as_secs_f64() / f64::from(RUNS));
+                if let Some(c) = cpu_s().zip(cpu0).map(|(b, a)| b - a) {
+                    cpu = cpu.min(c / f64::from(RUNS));
+                }
             }
-        }
-        // The same chain three times (identical work), best time: the machine is shared.
-        let mut secs = f64::INFINITY;
-        let mut chain_cpu = f64::INFINITY;
-        let mut out = None;
-        for _ in 0..3 {
-            let mut rng =
-                <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(1);
-            let cpu0 = cpu_s();
-            let t = Instant::now();
-            let o = replay::lns::run_chain(&g, &ctx, &e.starts, objective, params, &mut rng);
-            secs = secs.min(t.elapsed().as_secs_f64());
-            if let Some(c) = cpu_s().zip(cpu0).map(|(b, a)| b - a) {
-                chain_cpu = chain_cpu.min(c);
-            }
-            out = Some(o);
-        }
-        let out = out.expect("three runs");
+            (wall, cpu, out.expect("ten runs"))
+        };
+        let (build, build_cpu, _) = timed(replay::lns::ChainParams { moves: 0, ..params });
+        let (secs, chain_cpu, out) = timed(params);
         println!(
-            "lns_chain_{name}: {} moves in {:.3} s ({:.1} us per move incl. state build; best of 3), {} accepted, {} infeasible",
+            "lns_chain_{name}: {} moves in {:.3} s ({:.1} us per move incl. state build; mean of 10 runs, better of 2 rounds), {} accepted, {} infeasible",
             out.moves,
             secs,
             secs / out.moves as f64 * 1e6,

@@ -47,8 +47,14 @@ impl GapSet {
     /// The gaps overlapping `[a, b)` (in order; the first and last may stick out).
     #[inline]
     pub fn overlapping(&self, a: i64, b: i64) -> &[(i64, i64)] {
-        let i = self.gaps.partition_point(|g| g.1 <= a);
-        let rest = &self.gaps[i..];
+        Self::overlapping_in(&self.gaps, a, b)
+    }
+
+    /// The intervals of `sorted` (sorted and disjoint) overlapping `[a, b)`.
+    #[inline]
+    pub fn overlapping_in(sorted: &[(i64, i64)], a: i64, b: i64) -> &[(i64, i64)] {
+        let i = sorted.partition_point(|g| g.1 <= a);
+        let rest = &sorted[i..];
         let n = rest.iter().take_while(|g| g.0 < b).count();
         &rest[..n]
     }
@@ -321,6 +327,133 @@ impl RequestCover {
         self.scratch = new_gaps;
         unc
     }
+
+    /// The parts of the placed requests `taken` (each at its placed interval) that no other
+    /// placed request covers: what removing all of them would add to the gaps, without
+    /// removing them. `is_taken(id)` tells the ids of `taken`; `disjoint` says no two of
+    /// them overlap (the requests of one attempt), which spares two passes. The parts go
+    /// into `out` sorted, disjoint and non-touching; the cover is left as it was.
+    pub fn exclusive_parts(
+        &mut self,
+        taken: &[(i64, i64)],
+        disjoint: bool,
+        is_taken: impl Fn(u32) -> bool,
+        out: &mut Vec<(i64, i64)>,
+    ) {
+        out.clear();
+        // Overlapping taken requests may both cover a bucket whole: take their whole
+        // pieces out of the counts for the query and put them back after it.
+        if !disjoint {
+            for &(x, y) in taken {
+                for c in &mut self.full[whole_buckets(x, y, self.shift)] {
+                    *c -= 1;
+                }
+            }
+        }
+        let mut sorted = std::mem::take(&mut self.pieces);
+        for &(x, y) in taken {
+            if x >= y {
+                continue;
+            }
+            let (first, last) = ((x >> self.shift) as usize, ((y - 1) >> self.shift) as usize);
+            // The middle buckets are the request's whole pieces: scan their counts for one
+            // no other request covers whole (rare), then look at the two end pieces.
+            let others = u32::from(disjoint);
+            let mut b = first + 1;
+            while b < last {
+                match self.full[b..last].iter().position(|&c| c <= others) {
+                    Some(i) => {
+                        b += i;
+                        self.uncovered_piece(b, x, y, &is_taken, &mut sorted, out);
+                        b += 1;
+                    }
+                    None => break,
+                }
+            }
+            for b in [first, last] {
+                let (lo, hi) = ((b as i64) << self.shift, ((b as i64) + 1) << self.shift);
+                let own = u32::from(disjoint && x <= lo && y >= hi);
+                if self.full[b] <= own {
+                    self.uncovered_piece(b, x, y, &is_taken, &mut sorted, out);
+                }
+                if first == last {
+                    break;
+                }
+            }
+        }
+        self.pieces = sorted;
+        if !disjoint {
+            for &(x, y) in taken {
+                for c in &mut self.full[whole_buckets(x, y, self.shift)] {
+                    *c += 1;
+                }
+            }
+        }
+        // Merge into sorted, disjoint, non-touching parts.
+        out.sort_unstable();
+        let mut n = 0usize;
+        for i in 0..out.len() {
+            let (a, c) = out[i];
+            if n > 0 && a <= out[n - 1].1 {
+                out[n - 1].1 = out[n - 1].1.max(c);
+            } else {
+                out[n] = (a, c);
+                n += 1;
+            }
+        }
+        out.truncate(n);
+    }
+
+    /// Push into `out` the parts of request `[x, y)` inside bucket `b` that the partial
+    /// pieces there of requests not `is_taken` leave uncovered (`sorted` is scratch).
+    fn uncovered_piece(
+        &self,
+        b: usize,
+        x: i64,
+        y: i64,
+        is_taken: &impl Fn(u32) -> bool,
+        sorted: &mut Vec<(i64, i64)>,
+        out: &mut Vec<(i64, i64)>,
+    ) {
+        let (lo, hi) = ((b as i64) << self.shift, ((b as i64) + 1) << self.shift);
+        let (cx, cy) = (x.max(lo), y.min(hi));
+        sorted.clear();
+        for k in self.ids(b) {
+            if is_taken(k) {
+                continue;
+            }
+            let (px, py) = self.placed[k as usize];
+            let (ps, pe) = (px.max(lo), py.min(hi));
+            if ps <= cx && pe >= cy {
+                return;
+            }
+            if ps < cy && pe > cx {
+                sorted.push((ps, pe));
+            }
+        }
+        sorted.sort_unstable();
+        let mut reach = cx;
+        for &(ps, pe) in sorted.iter() {
+            if ps > reach {
+                out.push((reach, ps));
+            }
+            reach = reach.max(pe);
+            if reach >= cy {
+                break;
+            }
+        }
+        if reach < cy {
+            out.push((reach, cy));
+        }
+    }
+}
+
+/// The buckets of `2^shift` ns that `[x, y)` covers whole (`0 <= x`).
+#[inline]
+fn whole_buckets(x: i64, y: i64, shift: u32) -> std::ops::Range<usize> {
+    let first = ((x + (1 << shift) - 1) >> shift) as usize;
+    let end = (y >> shift).max(0) as usize;
+    first..end.max(first)
 }
 
 /// The part of a request `[x, y)` in one bucket of the request cover.

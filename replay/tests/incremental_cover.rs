@@ -1,7 +1,8 @@
 //! The start-time search's cover indexes against plain oracles: after random inserts and
 //! removes, the request cover's gap set, every value it returns and every uncovered-length
-//! query equal a full recomputation from the placed intervals; likewise a blob's lifetime
-//! cover, its gaps and its sorted users (with index access).
+//! query equal a full recomputation from the placed intervals, and so do the parts only a
+//! taken set covers; likewise a blob's lifetime cover, its gaps and its sorted users (with
+//! index access).
 
 mod common;
 
@@ -57,6 +58,80 @@ proptest! {
             for &(a, l) in &queries {
                 prop_assert_eq!(cover.gaps().overlap_len(a, a + l), common::oracle_uncovered(&placed, a, a + l));
             }
+        }
+    }
+
+    /// The parts only a taken set of placed requests covers, without removing them: equal
+    /// to the gaps the removal would add (the placed union minus the others' union), for
+    /// one attempt's disjoint requests and for overlapping ones; the cover is unchanged.
+    #[test]
+    fn exclusive_parts_equal_the_gaps_a_removal_adds(
+        shift in 0u32..6,
+        others in prop::collection::vec((0i64..300, 1i64..60), 0..60),
+        cuts in prop::collection::vec((0i64..30, 1i64..40), 1..12),
+        first in 0i64..200,
+        extra in prop::collection::vec((0i64..300, 1i64..60), 0..6),
+        probes in prop::collection::vec((0i64..300, 1i64..80), 1..8),
+    ) {
+        let n_buckets = (400usize >> shift) + 1;
+        let n = others.len() + cuts.len() + extra.len();
+        let mut cover = RequestCover::new(shift, n_buckets, n);
+        let horizon = cover.horizon();
+        let mut placed: Vec<(i64, i64, u32)> = Vec::new();
+        let put = |cover: &mut RequestCover, placed: &mut Vec<(i64, i64, u32)>, x: i64, y: i64| {
+            let (x, y) = (x.min(horizon - 1), y.min(horizon));
+            let id = placed.len() as u32;
+            cover.insert(x, y, id);
+            placed.push((x, y, id));
+        };
+        for &(x, len) in &others {
+            put(&mut cover, &mut placed, x, x + len);
+        }
+        // One attempt's requests: disjoint, in order.
+        let one = placed.len() as u32;
+        let mut t = first;
+        for &(gap, len) in &cuts {
+            t += gap;
+            if t + len <= horizon {
+                put(&mut cover, &mut placed, t, t + len);
+            }
+            t += len;
+        }
+        let disjoint_end = placed.len() as u32;
+        for &(x, len) in &extra {
+            put(&mut cover, &mut placed, x, x + len);
+        }
+        let all_end = placed.len() as u32;
+        let before: Vec<(i64, i64)> = cover.gaps().as_slice().to_vec();
+        for (range, disjoint) in [(one..disjoint_end, true), (one..all_end, false)] {
+            let taken: Vec<(i64, i64)> = placed[range.start as usize..range.end as usize]
+                .iter()
+                .map(|p| (p.0, p.1))
+                .collect();
+            let rest: Vec<(i64, i64)> = placed
+                .iter()
+                .filter(|p| !range.contains(&p.2))
+                .map(|p| (p.0, p.1))
+                .collect();
+            let all: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
+            let mut got = Vec::new();
+            cover.exclusive_parts(&taken, disjoint, |id| range.contains(&id), &mut got);
+            // Sorted, disjoint, non-touching, inside the taken requests.
+            prop_assert!(got.windows(2).all(|w| w[0].1 < w[1].0));
+            prop_assert!(got.iter().all(|p| p.0 < p.1));
+            for &(a, l) in &probes {
+                let want = common::oracle_uncovered(&rest, a, a + l)
+                    - common::oracle_uncovered(&all, a, a + l);
+                prop_assert_eq!(GapSet::overlapping_in(&got, a, a + l).iter().map(|g| g.1.min(a + l) - g.0.max(a)).sum::<i64>(), want);
+            }
+            let total: i64 = got.iter().map(|g| g.1 - g.0).sum();
+            prop_assert_eq!(total, common::oracle_uncovered(&rest, 0, horizon) - common::oracle_uncovered(&all, 0, horizon));
+            prop_assert_eq!(cover.gaps().as_slice(), &before[..]);
+        }
+        // The counts were put back: removing everything still agrees with the oracle.
+        while let Some((a, b, k)) = placed.pop() {
+            let plain: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
+            prop_assert_eq!(cover.remove(a, b, k), common::oracle_uncovered(&plain, a, b));
         }
     }
 

@@ -162,9 +162,6 @@ pub fn run_chain(
     rng: &mut ChaCha8Rng,
 ) -> ChainOutcome {
     let mut st = StartState::new(g, ctx, start);
-    // The cache chain brings the request cover up to date only where it is read: at a GPU
-    // tie-break and for the archive after an accepted move.
-    st.eager_cover = objective == Objective::Gpu;
     let mut out = ChainOutcome {
         archive: Vec::new(),
         moves: 0,
@@ -208,6 +205,10 @@ pub fn run_chain(
                 break;
             }
         }
+        if objective == Objective::Gpu {
+            // The GPU value is that of the cover: bring it up to date.
+            st.sync_cover(g);
+        }
         let after = cost(&st, objective);
         let slot = (m as usize) % late;
         let accept = ok && (after <= before || after <= history[slot]);
@@ -240,6 +241,9 @@ pub fn run_chain(
             }
             for (&j, &s) in set.iter().zip(&olds) {
                 st.insert(g, j, s);
+            }
+            if objective == Objective::Gpu {
+                st.sync_cover(g);
             }
         }
         history[slot] = cost(&st, objective);

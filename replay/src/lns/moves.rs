@@ -151,6 +151,9 @@ fn best_start(
     // The primary objective is computed for every start (abandoned once above the best so
     // far), the secondary only for the starts that tie on the primary: the same winner as
     // computing both everywhere.
+    if objective == Objective::Gpu {
+        st.prepare_gpu_query(g);
+    }
     let mut best_primary = u128::MAX;
     let mut ties: Vec<i64> = Vec::new();
     for &s in &tried {
@@ -180,7 +183,7 @@ fn best_start(
     st.tie_breaks += 1;
     if objective == Objective::Cache {
         // The GPU tie-break reads the request cover.
-        st.sync_cover(g);
+        st.prepare_gpu_query(g);
     }
     let st = &*st;
     ties.iter()

@@ -1,10 +1,16 @@
 //! A chain's state: the starts plus the indexes kept between moves (lifetime sets, the step
 //! profile of K and both caps, per-blob lifetime covers, the request cover), with the exact
 //! incremental GPU union and cache byte-ns, and the feasible-start searches.
+//!
+//! The request cover is brought up to date lazily. A removed attempt stays in it as a
+//! *ghost* until the cover must equal the placed attempts; a GPU query subtracts the ghosts'
+//! exclusive parts instead ([`crate::cover::RequestCover::exclusive_parts`]), so an attempt
+//! taken out and put back at the same start, most of the chains' reinsertions, never
+//! touches the cover.
 
 use super::context::LnsContext;
 use super::{ChainPoint, FEASIBLE_STEPS};
-use crate::cover::{BlobCover, RequestCover};
+use crate::cover::{BlobCover, GapSet, RequestCover};
 use crate::evaluate::{GridInstance, Scratch, evaluate_starts};
 use crate::profile::{StepProfile, Use};
 use std::collections::BTreeSet;
@@ -25,16 +31,21 @@ pub(super) struct StartState {
     pub(super) profile: StepProfile,
     /// Whether each attempt is placed.
     pub(super) placed: Vec<bool>,
-    /// Whether the request cover follows every insert and remove at once (the GPU chain
-    /// reads it at every candidate start), or only when [`StartState::sync_cover`] runs.
-    pub(super) eager_cover: bool,
     /// Per attempt, the start its requests have in the cover (`None`: not in it).
     pub(super) cover_at: Vec<Option<i64>>,
     /// Attempts inserted or removed since the cover was last brought up to date.
     pub(super) stale: Vec<u32>,
     /// Whether each attempt is in `stale`.
     pub(super) is_stale: Vec<bool>,
-    /// GPU union of the requests in the cover (current after a sync).
+    /// The parts of the cover only ghosts (removed attempts still in the cover) cover:
+    /// gaps of the placed attempts' requests besides the cover's own gaps.
+    pub(super) ghost_parts: Vec<(i64, i64)>,
+    /// Whether `ghost_parts` is current (see [`StartState::prepare_gpu_query`]).
+    ghost_parts_current: bool,
+    /// The ghosts' request intervals (scratch of [`StartState::prepare_gpu_query`]).
+    ghost_requests: Vec<(i64, i64)>,
+    /// GPU union of the requests in the cover (that of the placed attempts after
+    /// [`StartState::sync_cover`]).
     pub(super) gpu_union: i64,
     /// Reinsertions decided by the other objective so far.
     pub(super) tie_breaks: u64,
@@ -66,10 +77,12 @@ impl StartState {
             }),
             profile: StepProfile::new(mean),
             placed: vec![false; g.len()],
-            eager_cover: true,
             cover_at: vec![None; g.len()],
             stale: Vec::new(),
             is_stale: vec![false; g.len()],
+            ghost_parts: Vec::new(),
+            ghost_parts_current: true,
+            ghost_requests: Vec::new(),
             gpu_union: 0,
             tie_breaks: 0,
             cache_byte_ns: 0,
@@ -146,7 +159,8 @@ impl StartState {
 
     /// Request time of `j` at start `s` not covered by the placed attempts' requests, or
     /// `None` as soon as it exceeds `bound`: the overlap of its requests with the gaps of
-    /// the placed requests' union.
+    /// the placed requests' union (the cover's gaps and the ghosts' parts, disjoint). Call
+    /// [`StartState::prepare_gpu_query`] after the last insert or remove.
     pub(super) fn gpu_uncovered_within(
         &self,
         g: &GridInstance,
@@ -157,9 +171,11 @@ impl StartState {
     ) -> Option<i64> {
         let ju = j as usize;
         let e = s + g.duration[ju];
+        debug_assert!(self.ghost_parts_current, "prepare_gpu_query first");
         let cover = self.cover.as_ref().expect("covers");
+        let ghost_parts = GapSet::overlapping_in(&self.ghost_parts, s, e);
         let mut unc = 0i64;
-        for &(a, b) in cover.gaps().overlapping(s, e) {
+        for &(a, b) in cover.gaps().overlapping(s, e).iter().chain(ghost_parts) {
             unc += Self::request_measure(g, ctx, ju, a.max(s) - s, b.min(e) - s);
             if unc > bound {
                 return None;
@@ -228,15 +244,19 @@ impl StartState {
         }
     }
 
-    /// Place `j` at `s`, adding its uncovered request time and byte-ns to the values.
+    /// Place `j` at `s`, adding its uncovered byte-ns to the cache value (and its requests
+    /// to the cover at the next sync).
     pub(super) fn insert(&mut self, g: &GridInstance, j: u32, s: i64) {
-        self.place_profile(g, j, s);
         let ju = j as usize;
+        // A ghost put back where its requests are in the cover: the ghosts' parts lose
+        // what its requests cover, and stay current.
+        let unghost = self.ghost_parts_current && self.cover_at[ju] == Some(s);
+        self.place_profile(g, j, s);
         let e = s + g.duration[ju];
-        if self.eager_cover {
-            self.cover_insert(g, j, s);
-        } else {
-            self.mark_stale(j);
+        self.mark_stale(j);
+        if unghost {
+            self.subtract_requests_from_ghost_parts(g, ju, s);
+            self.ghost_parts_current = true;
         }
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
             let unc = self.blobs[b as usize].insert(s, e, j);
@@ -244,17 +264,14 @@ impl StartState {
         }
     }
 
-    /// Take `j` out, subtracting the request time and byte-ns only it covered.
+    /// Take `j` out, subtracting the byte-ns only it covered (its requests stay in the
+    /// cover as a ghost until the next sync).
     pub(super) fn remove(&mut self, g: &GridInstance, j: u32) {
         let ju = j as usize;
         let s = self.starts[ju];
         let e = s + g.duration[ju];
         self.unplace_profile(g, j);
-        if self.eager_cover {
-            self.cover_remove(g, j, s);
-        } else {
-            self.mark_stale(j);
-        }
+        self.mark_stale(j);
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
             let unc = self.blobs[b as usize].remove(s, e, j);
             self.cache_byte_ns -= u128::from(g.blob_bytes[b as usize]) * unc as u128;
@@ -282,40 +299,114 @@ impl StartState {
     }
 
     pub(super) fn mark_stale(&mut self, j: u32) {
+        self.ghost_parts_current = false;
         if !self.is_stale[j as usize] {
             self.is_stale[j as usize] = true;
             self.stale.push(j);
         }
     }
 
-    /// Bring the request cover and the GPU union up to date with the placed attempts. An
-    /// attempt taken out and put back at the same start costs nothing (the cache chain's
-    /// rejected moves and most of its accepted ones).
-    pub(super) fn sync_cover(&mut self, g: &GridInstance) {
-        let stale = std::mem::take(&mut self.stale);
-        // Removals first, then insertions: the union's value does not depend on the order,
-        // and the cover's state does not either (its gaps are those of the union).
-        for &j in &stale {
+    /// Bring the cover up to date with the placed attempts, except that removed attempts
+    /// stay in it as ghosts: an attempt placed at another start than its requests have in
+    /// the cover moves there.
+    fn sync_placed(&mut self, g: &GridInstance) {
+        let mut stale = std::mem::take(&mut self.stale);
+        stale.retain(|&j| {
             let ju = j as usize;
-            let want = self.placed[ju].then_some(self.starts[ju]);
-            if let Some(at) = self.cover_at[ju]
-                && want != Some(at)
-            {
+            if !self.placed[ju] && self.cover_at[ju].is_some() {
+                return true;
+            }
+            if self.placed[ju] && self.cover_at[ju] != Some(self.starts[ju]) {
+                if let Some(at) = self.cover_at[ju] {
+                    self.cover_remove(g, j, at);
+                }
+                self.cover_insert(g, j, self.starts[ju]);
+            }
+            self.is_stale[ju] = false;
+            false
+        });
+        self.stale = stale;
+    }
+
+    /// Bring the request cover and the GPU union up to date with the placed attempts. An
+    /// attempt taken out and put back at the same start costs nothing (most reinsertions
+    /// of both chains).
+    pub(super) fn sync_cover(&mut self, g: &GridInstance) {
+        self.sync_placed(g);
+        let ghosts = std::mem::take(&mut self.stale);
+        for &j in &ghosts {
+            let ju = j as usize;
+            if let Some(at) = self.cover_at[ju] {
                 self.cover_remove(g, j, at);
             }
-        }
-        for &j in &stale {
-            let ju = j as usize;
             self.is_stale[ju] = false;
-            let want = self.placed[ju].then_some(self.starts[ju]);
-            if let Some(s) = want
-                && self.cover_at[ju].is_none()
-            {
-                self.cover_insert(g, j, s);
+        }
+        self.stale = ghosts;
+        self.stale.clear();
+        self.ghost_parts.clear();
+        self.ghost_parts_current = true;
+    }
+
+    /// Take the requests of `j` at start `s` out of the ghosts' parts.
+    fn subtract_requests_from_ghost_parts(&mut self, g: &GridInstance, j: usize, s: i64) {
+        let (first, last) = (g.request_first[j], g.request_first[j + 1]);
+        let (starts, ends) = (&g.request_start[first..last], &g.request_end[first..last]);
+        let mut kept = std::mem::take(&mut self.ghost_requests);
+        kept.clear();
+        for &(a, b) in &self.ghost_parts {
+            let mut k = ends.partition_point(|&e| e <= a - s);
+            let mut reach = a;
+            while k < starts.len() && starts[k] < b - s && reach < b {
+                let (x, y) = (s + starts[k], s + ends[k]);
+                k += 1;
+                if y <= x {
+                    continue;
+                }
+                if x > reach {
+                    kept.push((reach, x));
+                }
+                reach = reach.max(y);
+            }
+            if reach < b {
+                kept.push((reach, b));
             }
         }
-        self.stale = stale;
-        self.stale.clear();
+        self.ghost_requests = std::mem::replace(&mut self.ghost_parts, kept);
+    }
+
+    /// Make the GPU queries ([`StartState::gpu_uncovered_within`]) answer for the placed
+    /// attempts: moved attempts move in the cover, and the parts only the ghosts cover are
+    /// found (they are gaps of the placed attempts' requests).
+    pub(super) fn prepare_gpu_query(&mut self, g: &GridInstance) {
+        if self.ghost_parts_current {
+            return;
+        }
+        self.sync_placed(g);
+        // Every attempt still stale is a ghost: removed, its requests in the cover.
+        let mut taken = std::mem::take(&mut self.ghost_requests);
+        taken.clear();
+        for &j in &self.stale {
+            let ju = j as usize;
+            let at = self.cover_at[ju].expect("a ghost is in the cover");
+            for k in g.request_first[ju]..g.request_first[ju + 1] {
+                taken.push((at + g.request_start[k], at + g.request_end[k]));
+            }
+        }
+        let ghosts = &self.stale;
+        let is_taken = |id: u32| {
+            let id = id as usize;
+            ghosts.iter().any(|&j| {
+                (g.request_first[j as usize]..g.request_first[j as usize + 1]).contains(&id)
+            })
+        };
+        self.cover.as_mut().expect("covers").exclusive_parts(
+            &taken,
+            ghosts.len() <= 1,
+            is_taken,
+            &mut self.ghost_parts,
+        );
+        self.ghost_requests = taken;
+        self.ghost_parts_current = true;
     }
 
     /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
