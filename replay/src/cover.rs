@@ -331,7 +331,8 @@ impl RequestCover {
     /// The parts of the placed requests `taken` (each at its placed interval) that no other
     /// placed request covers: what removing all of them would add to the gaps, without
     /// removing them. `is_taken(id)` tells the ids of `taken`; `disjoint` says no two of
-    /// them overlap (the requests of one attempt), which spares two passes. The parts go
+    /// them overlap (the requests of one attempt, or of attempts with disjoint lives), which
+    /// spares two passes. The parts go
     /// into `out` sorted, disjoint and non-touching; the cover is left as it was.
     pub fn exclusive_parts(
         &mut self,

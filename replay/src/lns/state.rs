@@ -393,6 +393,16 @@ impl StartState {
             }
         }
         let ghosts = &self.stale;
+        // Ghosts whose lifetimes (in the cover) do not overlap have disjoint requests.
+        let mut lives: Vec<(i64, i64)> = ghosts
+            .iter()
+            .map(|&j| {
+                let at = self.cover_at[j as usize].expect("a ghost is in the cover");
+                (at, at + g.duration[j as usize])
+            })
+            .collect();
+        lives.sort_unstable();
+        let disjoint = lives.windows(2).all(|w| w[0].1 <= w[1].0);
         let is_taken = |id: u32| {
             let id = id as usize;
             ghosts.iter().any(|&j| {
@@ -401,7 +411,7 @@ impl StartState {
         };
         self.cover.as_mut().expect("covers").exclusive_parts(
             &taken,
-            ghosts.len() <= 1,
+            disjoint,
             is_taken,
             &mut self.ghost_parts,
         );
