@@ -807,6 +807,7 @@ mod solve {
         model.set_option("random_seed", 0);
         model.set_option("mip_rel_gap", 0.0);
         model.set_option("mip_abs_gap", 0.0);
+        model.set_option("mip_heuristic_run_feasibility_jump", false);
         model.set_option(
             "mip_max_nodes",
             cfg.pricing_nodes.min(i32::MAX as u32) as i32,
