@@ -74,6 +74,24 @@ fn nanos(seconds: f64) -> i64 {
     (seconds * 1e9).round() as i64
 }
 
+/// Nanoseconds by which a row's `end_s - start_s`, read back onto the nanosecond grid, may
+/// differ from the attempt's fixed duration because f64 seconds cannot hold every
+/// nanosecond: none while the two values' f64 spacings sum to under half a nanosecond
+/// (both times below 2^20 s, about 12 days: the round trip is exact), else twice that sum,
+/// rounded up (4 ns at 2^22 s, 8 ns at 10^7 s).
+pub fn duration_slack_ns(start_s: f64, end_s: f64) -> i64 {
+    let spacing_ns = |x: f64| {
+        let x = x.abs();
+        (f64::from_bits(x.to_bits() + 1) - x) * 1e9
+    };
+    let spacing = spacing_ns(start_s) + spacing_ns(end_s);
+    if spacing < 0.5 {
+        0
+    } else {
+        (2.0 * spacing).ceil() as i64
+    }
+}
+
 /// A quota in integer nano-units (the validator's own conversion).
 fn nano_units(x: f64) -> i64 {
     (x * 1e9).round() as i64
@@ -139,13 +157,18 @@ pub fn validate_schedule(
 
     // Coverage: every included attempt exactly once, nothing else.
     let mut seen = vec![0usize; inst.attempts.len()];
-    let mut placed: Vec<(usize, i64, i64)> = Vec::new();
+    let mut placed: Vec<(usize, i64, i64, i64)> = Vec::new();
     for r in rows {
         match index.get(r.attempt_id.as_str()) {
             Some(&i) => {
                 seen[i] += 1;
                 if seen[i] == 1 {
-                    placed.push((i, nanos(r.start_s), nanos(r.end_s)));
+                    placed.push((
+                        i,
+                        nanos(r.start_s),
+                        nanos(r.end_s),
+                        duration_slack_ns(r.start_s, r.end_s),
+                    ));
                 }
             }
             None => problems.push(format!(
@@ -184,10 +207,10 @@ pub fn validate_schedule(
             ));
         }
     }
-    for &(i, s, e) in &placed {
+    for &(i, s, e, slack) in &placed {
         let a = &inst.attempts[i];
         let d = nanos(a.duration_s);
-        if e - s != d {
+        if (e - s - d).abs() > slack {
             problems.push(format!(
                 "attempt `{}` runs {:.9} s (from {} s to {} s) but its fixed duration is {:.9} s",
                 a.attempt_id,
@@ -223,7 +246,7 @@ pub fn validate_schedule(
     let cap_cores = nano_units(caps.cpu_cores);
     let cap_mem = nano_units(caps.ram_gib);
     let mut events: Vec<(i64, u8, usize)> = Vec::with_capacity(placed.len() * 2);
-    for &(i, s, e) in &placed {
+    for &(i, s, e, _) in &placed {
         if e > s {
             events.push((s, 1, i));
             events.push((e, 0, i));
@@ -288,7 +311,7 @@ pub fn validate_schedule(
     // Deadline.
     let deadline = nanos(deadline_s);
     let mut makespan = 0i64;
-    for &(i, _, e) in &placed {
+    for &(i, _, e, _) in &placed {
         makespan = makespan.max(e);
         if e > deadline {
             problems.push(format!(
@@ -305,7 +328,7 @@ pub fn validate_schedule(
     let mut ram_h = 0.0f64;
     let mut all_requests: Vec<(i64, i64)> = Vec::new();
     let mut lifetimes: Vec<Vec<(i64, i64)>> = vec![Vec::new(); inst.blobs.len()];
-    for &(i, s, e) in &placed {
+    for &(i, s, e, _) in &placed {
         let a = &inst.attempts[i];
         let offsets: Vec<(i64, i64)> = a
             .requests

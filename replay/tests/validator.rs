@@ -219,3 +219,57 @@ fn accepts_a_feasible_schedule_that_no_list_schedule_produces() {
         vec!["concurrency exceeded at t=3 s: 3 attempts run > K=2 (`a`, `b`, `c`...)"]
     );
 }
+
+/// Far from time 0 (here 10^7 s, 116 days, where f64 seconds are 1.86 ns apart) a row's
+/// `end_s - start_s` read back onto the nanosecond grid is off by a few ns: the fixed
+/// duration check allows the values' f64 spacing there (none where every nanosecond is
+/// representable), and still refuses a real error, far and near.
+#[test]
+fn far_times_pass_within_the_f64_spacing_and_real_errors_still_fail() {
+    let one = instance(
+        WorkloadId::Deepswe,
+        caps(2, 100.0, 10.0, 8),
+        vec![attempt(
+            "a",
+            10.0,
+            3.000000239,
+            &[(1.0, 2.0)],
+            1.0,
+            1.0,
+            &[0],
+        )],
+        vec![blob("X", GIB)],
+    );
+    let d_ns = 3_000_000_239i64;
+    let mut off_grid = 0;
+    for k in 0..200i64 {
+        // Written as the replay writes them: integer ns over 1e9.
+        let s_ns = 10_000_000_000_000_000 + 7 * k + 1;
+        let (s, e) = (s_ns as f64 / 1e9, (s_ns + d_ns) as f64 / 1e9);
+        if (e * 1e9).round() as i64 - (s * 1e9).round() as i64 != d_ns {
+            off_grid += 1;
+        }
+        validate_schedule(&one, "far", &[row("a", s, e)], e, None)
+            .unwrap_or_else(|f| panic!("k = {k}: {:?}", f.problems));
+    }
+    assert!(off_grid > 0, "the shifts must exercise the rounding");
+    let far = validate_schedule(&one, "far", &[row("a", 1e7, 1e7 + 3.000001239)], 2e7, None)
+        .expect_err("1 us too long")
+        .problems;
+    assert!(
+        // 1 us over, read back within the 2 ns spacing there.
+        far[0].contains("runs 3.00000123") && far[0].contains("fixed duration is 3.000000239 s"),
+        "{far:?}"
+    );
+    let near = validate_schedule(&one, "near", &[row("a", 10.0, 13.000000240)], 20.0, None)
+        .expect_err("1 ns too long")
+        .problems;
+    assert_eq!(
+        near,
+        vec![
+            "attempt `a` runs 3.000000240 s (from 10 s to 13.00000024 s) but its fixed duration is 3.000000239 s"
+        ]
+    );
+    assert_eq!(replay::validate::duration_slack_ns(10.0, 13.0), 0);
+    assert_eq!(replay::validate::duration_slack_ns(1e7, 1e7 + 3.0), 8);
+}
