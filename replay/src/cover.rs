@@ -271,11 +271,10 @@ impl RequestCover {
     /// placed request covers (now gaps).
     pub fn remove(&mut self, x: i64, y: i64, id: u32) -> i64 {
         debug_assert_eq!(self.placed[id as usize], (x, y));
-        let mut unc = 0i64;
         let mut new_gaps = std::mem::take(&mut self.scratch);
         new_gaps.clear();
         for p in bucket_pieces(x, y, self.shift) {
-            let (b, cx, cy) = (p.bucket, p.start, p.end);
+            let b = p.bucket;
             if p.whole {
                 self.full[b] -= 1;
             } else {
@@ -284,43 +283,13 @@ impl RequestCover {
             if self.full[b] > 0 {
                 continue;
             }
-            // No request covers bucket b whole: the parts of [cx, cy) the remaining
-            // partial pieces of the bucket leave uncovered (none when one covers it alone).
-            let (lo, hi) = ((b as i64) << self.shift, ((b as i64) + 1) << self.shift);
+            // No request covers bucket b whole: the parts of [x, y) in it the remaining
+            // partial pieces leave uncovered (none when one covers it alone).
             let mut sorted = std::mem::take(&mut self.pieces);
-            sorted.clear();
-            let mut alone = false;
-            for k in self.ids(b) {
-                let (px, py) = self.placed[k as usize];
-                let (ps, pe) = (px.max(lo), py.min(hi));
-                if ps <= cx && pe >= cy {
-                    alone = true;
-                    break;
-                }
-                if ps < cy && pe > cx {
-                    sorted.push((ps, pe));
-                }
-            }
-            if !alone {
-                sorted.sort_unstable();
-                let mut reach = cx;
-                for &(ps, pe) in sorted.iter() {
-                    if ps > reach {
-                        new_gaps.push((reach, ps));
-                        unc += ps - reach;
-                    }
-                    reach = reach.max(pe);
-                    if reach >= cy {
-                        break;
-                    }
-                }
-                if reach < cy {
-                    new_gaps.push((reach, cy));
-                    unc += cy - reach;
-                }
-            }
+            self.uncovered_piece(b, x, y, &|_| false, &mut sorted, &mut new_gaps);
             self.pieces = sorted;
         }
+        let unc = new_gaps.iter().map(|&(a, c)| c - a).sum();
         for &(a, c) in &new_gaps {
             self.gaps.add(a, c);
         }
@@ -457,11 +426,9 @@ fn whole_buckets(x: i64, y: i64, shift: u32) -> std::ops::Range<usize> {
     first..end.max(first)
 }
 
-/// The part of a request `[x, y)` in one bucket of the request cover.
+/// A bucket of the request cover that a request `[x, y)` reaches.
 struct BucketPiece {
     bucket: usize,
-    start: i64,
-    end: i64,
     /// The request covers the whole bucket.
     whole: bool,
 }
@@ -479,12 +446,9 @@ fn bucket_pieces(x: i64, y: i64, shift: u32) -> impl Iterator<Item = BucketPiece
     (first..end).map(move |b| {
         let lo = (b as i64) << shift;
         let hi = ((b as i64) + 1) << shift;
-        let (start, end) = (x.max(lo), y.min(hi));
         BucketPiece {
             bucket: b,
-            start,
-            end,
-            whole: start == lo && end == hi,
+            whole: x <= lo && y >= hi,
         }
     })
 }
