@@ -43,11 +43,13 @@ fn main() {
         let out = run_chain(&g, &ctx, &e.starts, objective, params, &mut rng);
         let secs = t.elapsed().as_secs_f64();
         println!(
-            "{} moves {:.3} s {:.2} us/move accepted {} archive {} best {:?}",
+            "{} moves {:.3} s {:.2} us/move accepted {} moved {} tie-breaks {} archive {} best {:?}",
             out.moves,
             secs,
             secs / out.moves.max(1) as f64 * 1e6,
             out.accepted,
+            out.moved,
+            out.tie_breaks,
             out.archive.len(),
             out.archive
                 .iter()

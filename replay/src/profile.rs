@@ -3,12 +3,14 @@
 //! cap" without rescanning the placed attempts.
 //!
 //! Time is cut into power-of-two buckets (a lifetime spans about eight of them). Each bucket
-//! keeps its start and end events sorted (ends before starts at equal times), the profile's
-//! value just before it (`base`) and an upper bound of the profile inside it (`max`, per
-//! component). Inserting or removing `[s, e)` edits the events of two buckets and adds to
-//! the bases and maxima of the buckets in between, so it costs O(its buckets + the two
-//! buckets' events). A query walks the buckets of its window and scans only those whose
-//! maximum could break a limit. Everything is exact integer arithmetic.
+//! keeps its start and end events sorted (ends before starts at equal times), each with the
+//! profile's value just after it less the bucket's `base` (the value just before the
+//! bucket), and the component-wise maximum of those (`rmax`). Inserting or removing
+//! `[s, e)` edits the events of two buckets and adds to the bases of the buckets in between,
+//! so it costs O(its buckets + the two buckets' events). A query walks the buckets of its
+//! window, skips those whose maximum cannot break a limit and compares the stored values of
+//! the others' events (no event is re-added): forward from its start, backward from its
+//! end. Everything is exact integer arithmetic.
 
 /// Resource use of one attempt: count (1), nano-cores, nano-GiB.
 pub type Use = [i64; 3];
@@ -18,17 +20,18 @@ pub type Use = [i64; 3];
 struct Event {
     /// Time, ns.
     t: i64,
-    /// 0 = end, 1 = start (ends sort first at equal times).
-    kind: u8,
-    /// The attempt.
-    j: u32,
     /// The other end of the lifetime (the end for a start event, the start for an end).
     other: i64,
-    /// Its use.
-    u: Use,
+    /// The profile's value just after this event, less the bucket's `base`.
+    rel: Use,
+    /// The attempt.
+    j: u32,
+    /// 0 = end, 1 = start (ends sort first at equal times).
+    kind: u8,
 }
 
 impl Event {
+    #[inline]
     fn key(&self) -> (i64, u8, u32) {
         (self.t, self.kind, self.j)
     }
@@ -38,35 +41,88 @@ impl Event {
 struct Bucket {
     /// Profile value just before the bucket's first instant.
     base: Use,
-    /// Component-wise maximum of `base` and of the value after each event.
-    max: Use,
+    /// Component-wise maximum of zero and of every event's `rel`: the profile inside the
+    /// bucket never exceeds `base + rmax`.
+    rmax: Use,
     /// Events in the bucket, sorted by (time, kind, attempt).
     events: Vec<Event>,
 }
 
 impl Bucket {
     fn recompute_max(&mut self) {
-        let mut v = self.base;
-        let mut mx = v;
+        let mut mx = [0i64; 3];
         for ev in &self.events {
-            apply(&mut v, ev);
-            for (m, x) in mx.iter_mut().zip(v) {
+            for (m, x) in mx.iter_mut().zip(ev.rel) {
                 *m = (*m).max(x);
             }
         }
-        self.max = mx;
+        self.rmax = mx;
     }
-}
 
-#[inline]
-fn apply(v: &mut Use, ev: &Event) {
-    if ev.kind == 1 {
-        for (x, u) in v.iter_mut().zip(ev.u) {
-            *x += u;
+    /// `lim` relative to the bucket's base (a value `base + rel` is over `lim` exactly when
+    /// `rel` is over this).
+    #[inline]
+    fn rel_limit(&self, lim: &Use) -> Use {
+        [
+            lim[0] - self.base[0],
+            lim[1] - self.base[1],
+            lim[2] - self.base[2],
+        ]
+    }
+
+    /// Whether the profile could exceed `lim` somewhere in the bucket.
+    #[inline]
+    fn may_exceed(&self, lim: &Use) -> bool {
+        over(&self.rmax, &self.rel_limit(lim))
+    }
+
+    /// Number of events at or before `t`.
+    #[inline]
+    fn upto(&self, t: i64) -> usize {
+        self.events.partition_point(|ev| ev.t <= t)
+    }
+
+    /// The profile's value after the first `i` events.
+    #[inline]
+    fn value_after(&self, i: usize) -> Use {
+        match i.checked_sub(1) {
+            None => self.base,
+            Some(k) => {
+                let r = self.events[k].rel;
+                [
+                    self.base[0] + r[0],
+                    self.base[1] + r[1],
+                    self.base[2] + r[2],
+                ]
+            }
         }
-    } else {
-        for (x, u) in v.iter_mut().zip(ev.u) {
-            *x -= u;
+    }
+
+    /// Insert (`sign > 0`) or remove the event `ev` whose step is `effect`: the events after
+    /// it move by the step.
+    fn edit(&mut self, mut ev: Event, effect: Use, sign: i64) {
+        let list = &mut self.events;
+        let pos = list.partition_point(|x| x.key() < ev.key());
+        let step = if sign > 0 {
+            let prev = if pos > 0 { list[pos - 1].rel } else { [0; 3] };
+            ev.rel = [
+                prev[0] + effect[0],
+                prev[1] + effect[1],
+                prev[2] + effect[2],
+            ];
+            list.insert(pos, ev);
+            effect
+        } else if pos < list.len() && list[pos].key() == ev.key() {
+            list.remove(pos);
+            [-effect[0], -effect[1], -effect[2]]
+        } else {
+            return;
+        };
+        let from = if sign > 0 { pos + 1 } else { pos };
+        for x in &mut list[from..] {
+            for (r, d) in x.rel.iter_mut().zip(step) {
+                *r += d;
+            }
         }
     }
 }
@@ -110,32 +166,27 @@ impl StepProfile {
     fn add(&mut self, j: u32, s: i64, e: i64, u: Use, sign: i64) {
         let (bs, be) = (self.bucket(s), self.bucket(e));
         self.grow(be);
+        let start = Event {
+            t: s,
+            other: e,
+            rel: [0; 3],
+            j,
+            kind: 1,
+        };
+        let end = Event {
+            t: e,
+            other: s,
+            rel: [0; 3],
+            j,
+            kind: 0,
+        };
+        self.buckets[bs].edit(start, u, sign);
+        self.buckets[be].edit(end, [-u[0], -u[1], -u[2]], sign);
+        // The lifetime runs at the start of every later bucket up to its end's.
         let du = [u[0] * sign, u[1] * sign, u[2] * sign];
-        for (t, kind, other, b) in [(s, 1u8, e, bs), (e, 0u8, s, be)] {
-            let ev = Event {
-                t,
-                kind,
-                j,
-                other,
-                u,
-            };
-            let list = &mut self.buckets[b].events;
-            let pos = list.partition_point(|x| x.key() < ev.key());
-            if sign > 0 {
-                list.insert(pos, ev);
-            } else if pos < list.len() && list[pos].key() == ev.key() {
-                list.remove(pos);
-            }
-        }
-        for b in bs + 1..=be {
-            let bucket = &mut self.buckets[b];
+        for bucket in &mut self.buckets[bs + 1..=be] {
             for (x, d) in bucket.base.iter_mut().zip(du) {
                 *x += d;
-            }
-            if b < be {
-                for (x, d) in bucket.max.iter_mut().zip(du) {
-                    *x += d;
-                }
             }
         }
         self.buckets[bs].recompute_max();
@@ -201,87 +252,55 @@ impl StepProfile {
             return over(&[0, 0, 0], &lim).then_some(if forward { e } else { s });
         }
         let be = self.bucket(e - 1).min(self.buckets.len() - 1);
-        // The value at s.
+        // The value at s, and the first event later than s.
         let first = &self.buckets[bs];
-        let mut v = first.base;
-        let mut idx = 0usize;
-        while idx < first.events.len() && first.events[idx].t <= s {
-            apply(&mut v, &first.events[idx]);
-            idx += 1;
-        }
-        let at_s = over(&v, &lim);
+        let idx = first.upto(s);
+        let at_s = over(&first.value_after(idx), &lim);
         if forward {
             if at_s {
                 return Some(self.min_end_running_at(s).unwrap_or(e));
             }
-            // Scan checkpoints in time order, skipping buckets that cannot break a limit.
-            let mut b = bs;
-            loop {
+            // The first start event in (s, e) after which the value is over, skipping
+            // buckets that cannot break a limit.
+            for b in bs..=be {
                 let bucket = &self.buckets[b];
-                if b != bs {
-                    if !over(&bucket.max, &lim) {
-                        b += 1;
-                        if b > be {
-                            return None;
-                        }
-                        continue;
-                    }
-                    v = bucket.base;
-                    idx = 0;
-                } else if !over(&bucket.max, &lim) {
-                    b += 1;
-                    if b > be {
-                        return None;
-                    }
+                if !bucket.may_exceed(&lim) {
                     continue;
                 }
-                while idx < bucket.events.len() {
-                    let ev = &bucket.events[idx];
+                let rl = bucket.rel_limit(&lim);
+                let from = if b == bs { idx } else { 0 };
+                for ev in &bucket.events[from..] {
                     if ev.t >= e {
                         return None;
                     }
-                    apply(&mut v, ev);
-                    if ev.kind == 1 && over(&v, &lim) {
+                    if ev.kind == 1 && over(&ev.rel, &rl) {
                         return Some(self.min_end_running_at(ev.t).unwrap_or(e));
                     }
-                    idx += 1;
-                }
-                b += 1;
-                if b > be {
-                    return None;
                 }
             }
+            return None;
         }
-        // Backward: the last over checkpoint; buckets from the last one down.
-        let mut b = be;
-        loop {
+        // Backward: the last start event in (s, e) after which the value is over; buckets
+        // from the last one down, each read from its end.
+        for b in (bs..=be).rev() {
             let bucket = &self.buckets[b];
-            if over(&bucket.max, &lim) {
-                let (mut w, mut i) = if b == bs {
-                    (v, idx)
-                } else {
-                    (bucket.base, 0usize)
-                };
-                let mut last: Option<i64> = None;
-                while i < bucket.events.len() {
-                    let ev = &bucket.events[i];
-                    if ev.t >= e {
-                        break;
-                    }
-                    apply(&mut w, ev);
-                    if ev.kind == 1 && ev.t > s && over(&w, &lim) {
-                        last = Some(ev.t);
-                    }
-                    i += 1;
-                }
-                if last.is_some() {
-                    return last;
-                }
+            if !bucket.may_exceed(&lim) {
+                continue;
             }
-            if b == bs {
-                break;
+            let rl = bucket.rel_limit(&lim);
+            let from = if b == bs { idx } else { 0 };
+            let to = if b == be {
+                bucket.events.partition_point(|ev| ev.t < e)
+            } else {
+                bucket.events.len()
+            };
+            if let Some(ev) = bucket.events[from..to.max(from)]
+                .iter()
+                .rev()
+                .find(|ev| ev.kind == 1 && over(&ev.rel, &rl))
+            {
+                return Some(ev.t);
             }
-            b -= 1;
         }
         if at_s {
             return Some(self.max_start_running_at(s).unwrap_or(s));
@@ -293,8 +312,8 @@ impl StepProfile {
     /// (in `[0, latest]`), at most `steps` [`StepProfile::violation`] queries (forward, for
     /// `[s, s + d)`), each failing one moving `s` to the time it returns; `Some(s)` at the
     /// first query that finds no violation, `None` when `s` passes `latest` or the steps
-    /// run out. Exactly the result of those queries, but the value at `s` and the scan
-    /// position are carried from one query to the next (each `s` is later than the last).
+    /// run out. Exactly the result of those queries, but the scan position is carried from
+    /// one query to the next (each `s` is later than the last).
     pub fn forward_search(
         &self,
         mut s: i64,
@@ -312,8 +331,24 @@ impl StepProfile {
         }
         let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
         let n = self.buckets.len();
-        // Cursor: bucket `b`, index `i` of the first event later than `s`; `v` = value at s.
-        let (mut b, mut i, mut v) = (usize::MAX, 0usize, [0i64; 3]);
+        // Earliest end after `t` of a lifetime running at `t`, scanning from (bb, ii).
+        let min_end = |t: i64, mut bb: usize, mut ii: usize| -> Option<i64> {
+            while bb < n {
+                let evs = &self.buckets[bb].events;
+                while ii < evs.len() {
+                    let ev = &evs[ii];
+                    if ev.kind == 0 && ev.t > t && ev.other <= t {
+                        return Some(ev.t);
+                    }
+                    ii += 1;
+                }
+                bb += 1;
+                ii = 0;
+            }
+            None
+        };
+        // Cursor: bucket `b`, index `i` of the first event later than `s`.
+        let (mut b, mut i) = (usize::MAX, 0usize);
         for _ in 0..steps {
             let e = s + d;
             // Move the cursor to s.
@@ -321,65 +356,40 @@ impl StepProfile {
             if bs != b {
                 b = bs;
                 i = 0;
-                v = self.buckets.get(b).map_or([0, 0, 0], |x| x.base);
             }
-            if let Some(bucket) = self.buckets.get(b) {
-                while i < bucket.events.len() && bucket.events[i].t <= s {
-                    apply(&mut v, &bucket.events[i]);
-                    i += 1;
-                }
-            }
-            // Earliest end after `t` of a lifetime running at `t`, scanning from (bb, ii).
-            let min_end = |t: i64, mut bb: usize, mut ii: usize| -> Option<i64> {
-                while bb < n {
-                    let evs = &self.buckets[bb].events;
-                    while ii < evs.len() {
-                        let ev = &evs[ii];
-                        if ev.kind == 0 && ev.t > t && ev.other <= t {
-                            return Some(ev.t);
-                        }
-                        ii += 1;
+            let v = match self.buckets.get(b) {
+                Some(bucket) => {
+                    while i < bucket.events.len() && bucket.events[i].t <= s {
+                        i += 1;
                     }
-                    bb += 1;
-                    ii = 0;
+                    bucket.value_after(i)
                 }
-                None
+                None => [0, 0, 0],
             };
             let next = if over(&v, &lim) {
                 min_end(s, b, i).unwrap_or(e)
             } else {
                 // The first start event in (s, e) after which the value is over.
                 let mut found = None;
-                let mut bb = b;
-                let mut w = v;
-                let mut ii = i;
                 let be = self.bucket(e - 1).min(n.saturating_sub(1));
-                'scan: while bb <= be && bb < n {
-                    let bucket = &self.buckets[bb];
-                    if bb != b {
-                        if !over(&bucket.max, &lim) {
-                            bb += 1;
-                            continue;
-                        }
-                        w = bucket.base;
-                        ii = 0;
-                    } else if !over(&bucket.max, &lim) {
-                        bb += 1;
+                'scan: for bb in b..=be.max(b) {
+                    let Some(bucket) = self.buckets.get(bb) else {
+                        break;
+                    };
+                    if !bucket.may_exceed(&lim) {
                         continue;
                     }
-                    while ii < bucket.events.len() {
-                        let ev = &bucket.events[ii];
+                    let rl = bucket.rel_limit(&lim);
+                    let from = if bb == b { i } else { 0 };
+                    for (k, ev) in bucket.events[from..].iter().enumerate() {
                         if ev.t >= e {
                             break 'scan;
                         }
-                        apply(&mut w, ev);
-                        if ev.kind == 1 && over(&w, &lim) {
-                            found = Some((ev.t, bb, ii + 1));
+                        if ev.kind == 1 && over(&ev.rel, &rl) {
+                            found = Some((ev.t, bb, from + k + 1));
                             break 'scan;
                         }
-                        ii += 1;
                     }
-                    bb += 1;
                 }
                 match found {
                     None => return Some(s),
@@ -396,14 +406,9 @@ impl StepProfile {
 
     /// The profile's value at `t` (after every event at `t`), for tests.
     pub fn value_at(&self, t: i64) -> Use {
-        let b = self.bucket(t);
-        let Some(bucket) = self.buckets.get(b) else {
-            return [0, 0, 0];
-        };
-        let mut v = bucket.base;
-        for ev in bucket.events.iter().take_while(|ev| ev.t <= t) {
-            apply(&mut v, ev);
+        match self.buckets.get(self.bucket(t)) {
+            Some(bucket) => bucket.value_after(bucket.upto(t)),
+            None => [0, 0, 0],
         }
-        v
     }
 }

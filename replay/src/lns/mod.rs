@@ -162,6 +162,8 @@ pub fn run_chain(
     rng: &mut ChaCha8Rng,
 ) -> ChainOutcome {
     let mut st = StartState::new(g, ctx, start);
+    // The GPU chain reads the blob covers only at tie-breaks and for the archive.
+    st.set_lazy_blobs(objective == Objective::Gpu);
     let mut out = ChainOutcome {
         archive: Vec::new(),
         moves: 0,
@@ -181,20 +183,24 @@ pub fn run_chain(
         (st.makespan(), cost(&st, objective), st.makespan());
     let late = params.late_acceptance.max(1) as usize;
     let mut history = vec![cost(&st, objective); late];
+    // Reused by every move.
+    let (mut set, mut pool, mut olds, mut order, mut placed) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for m in 0..u64::from(params.moves) {
         out.moves += 1;
         let before = cost(&st, objective);
-        let set = removal_set(g, ctx, &st, params.max_removed, rng);
-        let olds: Vec<i64> = set.iter().map(|&j| st.starts[j as usize]).collect();
+        removal_set(g, ctx, &st, params.max_removed, rng, &mut set, &mut pool);
+        olds.clear();
+        olds.extend(set.iter().map(|&j| st.starts[j as usize]));
         for &j in &set {
             st.remove(g, j);
         }
-        let mut order = set.clone();
+        order.clone_from(&set);
         for i in (1..order.len()).rev() {
             let k = below(rng, i as u64 + 1) as usize;
             order.swap(i, k);
         }
-        let mut placed: Vec<u32> = Vec::new();
+        placed.clear();
         let mut ok = true;
         for &j in &order {
             let old = olds[set.iter().position(|&x| x == j).unwrap_or(0)];
@@ -222,6 +228,7 @@ pub fn run_chain(
                 out.moved += 1;
             }
             st.sync_cover(g);
+            st.sync_blobs(g);
             archive_add(&mut out.archive, &st, m + 1, &mut [&mut fastest, &mut best]);
             let (mk, c) = (st.makespan(), cost(&st, objective));
             if mk < fastest_mk {

@@ -20,7 +20,22 @@ enum Search {
     Backward,
 }
 
-/// Candidate starts of `j` in the current state (before feasibility adjustment).
+/// Reused vectors of one reinsertion (no allocation per move).
+#[derive(Debug, Clone, Default)]
+pub(super) struct MoveScratch {
+    /// Candidate starts and the directions asked of each.
+    cands: Vec<(i64, bool, bool)>,
+    /// Feasible starts found.
+    tried: Vec<i64>,
+    /// Starts tied on the primary objective.
+    ties: Vec<i64>,
+    /// Blobs of the attempt, most specific first.
+    blobs: Vec<u32>,
+}
+
+/// Candidate starts of `j` in the current state (before feasibility adjustment), into `c`
+/// with the directions each asks (forward, backward).
+#[allow(clippy::too_many_arguments)]
 fn candidate_starts(
     g: &GridInstance,
     ctx: &LnsContext,
@@ -29,22 +44,35 @@ fn candidate_starts(
     old: i64,
     objective: Objective,
     rng: &mut ChaCha8Rng,
-) -> Vec<(i64, Search)> {
+    c: &mut Vec<(i64, bool, bool)>,
+    blobs: &mut Vec<u32>,
+) {
     let ju = j as usize;
     let d = g.duration[ju];
     let latest = (ctx.deadline - d).max(0);
-    let mut c = vec![(old, Search::Both), (0, Search::Both)];
+    c.clear();
+    let mut push = |t: i64, search: Search| {
+        let (f, b) = match search {
+            Search::Both => (true, true),
+            Search::Forward => (true, false),
+            Search::Backward => (false, true),
+        };
+        c.push((t, f, b));
+    };
+    push(old, Search::Both);
+    push(0, Search::Both);
     for _ in 0..3 {
-        c.push((below(rng, latest as u64 + 1) as i64, Search::Forward));
+        push(below(rng, latest as u64 + 1) as i64, Search::Forward);
     }
     let near = d.max(1) as u64;
     for _ in 0..2 {
         let off = below(rng, 2 * near + 1) as i64 - near as i64;
-        c.push((old + off, Search::Both));
+        push(old + off, Search::Both);
     }
     if objective == Objective::Cache {
         // Align with the other users of the most specific blobs.
-        let mut blobs: Vec<u32> = g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]].to_vec();
+        blobs.clear();
+        blobs.extend_from_slice(&g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]]);
         blobs.sort_by_key(|&b| (ctx.blob_users[b as usize].len(), b));
         for &b in blobs.iter().take(3) {
             let list = st.blobs[b as usize].users();
@@ -60,11 +88,11 @@ fn candidate_starts(
                 };
                 let (s_i, e_i, _) = list.get(idx).expect("index below len");
                 // Start with that user (searched forward) or end with it (backward).
-                c.extend([(s_i, Search::Forward), (e_i - d, Search::Backward)]);
+                push(s_i, Search::Forward);
+                push(e_i - d, Search::Backward);
             }
         }
     }
-    c
 }
 
 /// Reinsert `j` (removed) at its best feasible start; returns false if none exists.
@@ -96,42 +124,61 @@ fn best_start(
     objective: Objective,
     rng: &mut ChaCha8Rng,
 ) -> Option<i64> {
+    let mut scratch = std::mem::take(&mut st.scratch);
+    let best = best_start_with(g, ctx, st, j, old, objective, rng, &mut scratch);
+    st.scratch = scratch;
+    best
+}
+
+#[allow(clippy::too_many_arguments)]
+fn best_start_with(
+    g: &GridInstance,
+    ctx: &LnsContext,
+    st: &mut StartState,
+    j: u32,
+    old: i64,
+    objective: Objective,
+    rng: &mut ChaCha8Rng,
+    scratch: &mut MoveScratch,
+) -> Option<i64> {
     let latest = ctx.deadline - g.duration[j as usize];
+    let MoveScratch {
+        cands,
+        tried,
+        ties,
+        blobs,
+    } = scratch;
+    candidate_starts(g, ctx, st, j, old, objective, rng, cands, blobs);
     // Clamp to [0, latest] (the searches clamp too) and merge the directions asked of
     // equal starts, so no search runs twice.
-    let mut cands: Vec<(i64, bool, bool)> = candidate_starts(g, ctx, st, j, old, objective, rng)
-        .into_iter()
-        .map(|(t, search)| {
-            let t = t.clamp(0, latest.max(0));
-            let (f, b) = match search {
-                Search::Both => (true, true),
-                Search::Forward => (true, false),
-                Search::Backward => (false, true),
-            };
-            // From 0 a backward search can only return 0, from `latest` a forward one only
-            // `latest`: the other direction checks the same start first.
-            if f && b && t <= 0 {
-                (t, true, false)
-            } else if f && b && t >= latest {
-                (t, false, true)
-            } else {
-                (t, f, b)
-            }
-        })
-        .collect();
+    for c in cands.iter_mut() {
+        let (t, f, b) = *c;
+        let t = t.clamp(0, latest.max(0));
+        // From 0 a backward search can only return 0, from `latest` a forward one only
+        // `latest`: the other direction checks the same start first.
+        *c = if f && b && t <= 0 {
+            (t, true, false)
+        } else if f && b && t >= latest {
+            (t, false, true)
+        } else {
+            (t, f, b)
+        };
+    }
     cands.sort_unstable_by_key(|c| c.0);
-    let mut merged: Vec<(i64, bool, bool)> = Vec::with_capacity(cands.len());
-    for c in cands {
-        match merged.last_mut() {
-            Some(m) if m.0 == c.0 => {
-                m.1 |= c.1;
-                m.2 |= c.2;
-            }
-            _ => merged.push(c),
+    let mut n = 0usize;
+    for i in 0..cands.len() {
+        let c = cands[i];
+        if n > 0 && cands[n - 1].0 == c.0 {
+            cands[n - 1].1 |= c.1;
+            cands[n - 1].2 |= c.2;
+        } else {
+            cands[n] = c;
+            n += 1;
         }
     }
-    let mut tried: Vec<i64> = Vec::with_capacity(merged.len() * 2);
-    for (t, f, b) in merged {
+    cands.truncate(n);
+    tried.clear();
+    for &(t, f, b) in cands.iter() {
         if f && b && (t <= 0 || t >= latest) {
             // Both directions check `t` first and the redundant one returns nothing else.
             if let Some(s) = st.feasible_start(g, ctx, j, t, t <= 0) {
@@ -155,8 +202,8 @@ fn best_start(
         st.prepare_gpu_query(g);
     }
     let mut best_primary = u128::MAX;
-    let mut ties: Vec<i64> = Vec::new();
-    for &s in &tried {
+    ties.clear();
+    for &s in tried.iter() {
         let p = match objective {
             Objective::Gpu => st
                 .gpu_uncovered_within(
@@ -181,9 +228,11 @@ fn best_start(
         return ties.first().copied();
     }
     st.tie_breaks += 1;
-    if objective == Objective::Cache {
+    match objective {
         // The GPU tie-break reads the request cover.
-        st.prepare_gpu_query(g);
+        Objective::Cache => st.prepare_gpu_query(g),
+        // The cache tie-break reads the blob covers.
+        Objective::Gpu => st.sync_blobs(g),
     }
     let st = &*st;
     ties.iter()
@@ -205,38 +254,41 @@ pub(super) fn cost(st: &StartState, objective: Objective) -> u128 {
     }
 }
 
-/// Which attempts one move removes.
+/// Which attempts one move removes, into `set` (`pool` is scratch).
 pub(super) fn removal_set(
     g: &GridInstance,
     ctx: &LnsContext,
     st: &StartState,
     max_removed: u32,
     rng: &mut ChaCha8Rng,
-) -> Vec<u32> {
+    set: &mut Vec<u32>,
+    pool: &mut Vec<u32>,
+) {
     let n = g.len() as u64;
     // Small removals are likelier: 1 with probability 1/2, 2 with 1/4, ...
     let mut k = 1usize;
     while (k as u32) < max_removed.max(1) && below(rng, 2) == 0 {
         k += 1;
     }
-    let mut set: Vec<u32> = Vec::with_capacity(k);
+    set.clear();
+    pool.clear();
     let a = below(rng, n) as u32;
     set.push(a);
-    let owned: Vec<u32>;
     let pool: &[u32] = match below(rng, 4) {
         0 => &[],
         1 => {
             // By blob: users of one of a's blobs with at least two users.
             let au = a as usize;
-            let blobs: Vec<u32> = g.blob_ids[g.blob_first[au]..g.blob_first[au + 1]]
-                .iter()
-                .copied()
-                .filter(|&b| ctx.blob_users[b as usize].len() >= 2)
-                .collect();
-            if blobs.is_empty() {
+            pool.extend(
+                g.blob_ids[g.blob_first[au]..g.blob_first[au + 1]]
+                    .iter()
+                    .copied()
+                    .filter(|&b| ctx.blob_users[b as usize].len() >= 2),
+            );
+            if pool.is_empty() {
                 &[]
             } else {
-                let b = blobs[below(rng, blobs.len() as u64) as usize];
+                let b = pool[below(rng, pool.len() as u64) as usize];
                 &ctx.blob_users[b as usize]
             }
         }
@@ -246,22 +298,21 @@ pub(super) fn removal_set(
                 st.starts[a as usize],
                 st.starts[a as usize] + g.duration[a as usize],
             );
-            owned = st
-                .life
-                .range((s - ctx.dmax, i64::MIN, 0)..)
-                .take_while(|p| p.0 < e)
-                .filter(|p| p.1 > s)
-                .map(|p| p.2)
-                .collect();
-            &owned
+            pool.extend(
+                st.life
+                    .range((s - ctx.dmax, i64::MIN, 0)..)
+                    .take_while(|p| p.0 < e)
+                    .filter(|p| p.1 > s)
+                    .map(|p| p.2),
+            );
+            pool
         }
         _ => {
             // From the tail: the latest-ending attempts.
             let tail = (2 * g.concurrency.max(1) as usize).min(st.life.len());
-            let pick: Vec<u32> = st.by_end.iter().rev().take(tail).map(|x| x.1).collect();
-            set[0] = pick[below(rng, pick.len() as u64) as usize];
-            owned = pick;
-            &owned
+            pool.extend(st.by_end.iter().rev().take(tail).map(|x| x.1));
+            set[0] = pool[below(rng, pool.len() as u64) as usize];
+            pool
         }
     };
     let mut guard = 0;
@@ -276,5 +327,4 @@ pub(super) fn removal_set(
             set.push(x);
         }
     }
-    set
 }

@@ -7,8 +7,13 @@
 //! exclusive parts instead ([`crate::cover::RequestCover::exclusive_parts`]), so an attempt
 //! taken out and put back at the same start, most of the chains' reinsertions, never
 //! touches the cover.
+//!
+//! The blob covers can be kept the same way (the GPU chain, which reads them only at a
+//! tie-break and for the archive): a removed attempt stays in them until
+//! [`StartState::sync_blobs`], so one put back where it was costs nothing there either.
 
 use super::context::LnsContext;
+use super::moves::MoveScratch;
 use super::{ChainPoint, FEASIBLE_STEPS};
 use crate::cover::{BlobCover, GapSet, RequestCover};
 use crate::evaluate::{GridInstance, Scratch, evaluate_starts};
@@ -47,8 +52,17 @@ pub(super) struct StartState {
     /// GPU union of the requests in the cover (that of the placed attempts after
     /// [`StartState::sync_cover`]).
     pub(super) gpu_union: i64,
+    /// Whether the blob covers and `cache_byte_ns` follow the placed attempts only at
+    /// [`StartState::sync_blobs`] (else at every insert and remove).
+    lazy_blobs: bool,
+    /// Per attempt, the start its lifetime has in the blob covers (`None`: not in them).
+    blob_at: Vec<Option<i64>>,
+    /// Attempts inserted or removed since the blob covers were last synced (lazy only).
+    blob_stale: Vec<u32>,
     /// Reinsertions decided by the other objective so far.
     pub(super) tie_breaks: u64,
+    /// Vectors reused by every reinsertion.
+    pub(super) scratch: MoveScratch,
     pub(super) cache_byte_ns: u128,
 }
 
@@ -84,7 +98,11 @@ impl StartState {
             ghost_parts_current: true,
             ghost_requests: Vec::new(),
             gpu_union: 0,
+            lazy_blobs: false,
+            blob_at: vec![None; g.len()],
+            blob_stale: Vec::new(),
             tie_breaks: 0,
+            scratch: MoveScratch::default(),
             cache_byte_ns: 0,
         }
     }
@@ -103,6 +121,7 @@ impl StartState {
                 lives[b as usize].push((s, e, j32));
             }
             st.cover_at[j] = Some(s);
+            st.blob_at[j] = Some(s);
             let cover = st.cover.as_mut().expect("covers");
             for k in g.request_first[j]..g.request_first[j + 1] {
                 let (x, y) = (s + g.request_start[k], s + g.request_end[k]);
@@ -123,6 +142,16 @@ impl StartState {
         st.gpu_union = exact.gpu_union;
         st.cache_byte_ns = exact.cache_byte_ns;
         st
+    }
+
+    /// Keep the blob covers and the cache value lazily (see [`StartState::sync_blobs`]).
+    pub(super) fn set_lazy_blobs(&mut self, lazy: bool) {
+        self.lazy_blobs = lazy;
+    }
+
+    /// Whether the blob covers and `cache_byte_ns` are those of the placed attempts.
+    pub(super) fn blobs_current(&self) -> bool {
+        self.blob_stale.is_empty()
     }
 
     pub(super) fn use_of(g: &GridInstance, j: u32) -> Use {
@@ -200,6 +229,7 @@ impl StartState {
         bound: u128,
     ) -> Option<u128> {
         let ju = j as usize;
+        debug_assert!(self.blobs_current(), "sync_blobs first");
         let (x, y) = (s, s + g.duration[ju]);
         let mut total = 0u128;
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
@@ -258,23 +288,67 @@ impl StartState {
             self.subtract_requests_from_ghost_parts(g, ju, s);
             self.ghost_parts_current = true;
         }
+        if self.lazy_blobs {
+            if self.blob_at[ju] != Some(s) {
+                self.blob_stale.push(j);
+            }
+            return;
+        }
+        self.blob_insert(g, j, s, e);
+    }
+
+    fn blob_insert(&mut self, g: &GridInstance, j: u32, s: i64, e: i64) {
+        let ju = j as usize;
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
             let unc = self.blobs[b as usize].insert(s, e, j);
             self.cache_byte_ns += u128::from(g.blob_bytes[b as usize]) * unc as u128;
         }
+        self.blob_at[ju] = Some(s);
     }
 
-    /// Take `j` out, subtracting the byte-ns only it covered (its requests stay in the
-    /// cover as a ghost until the next sync).
-    pub(super) fn remove(&mut self, g: &GridInstance, j: u32) {
+    fn blob_remove(&mut self, g: &GridInstance, j: u32, s: i64) {
         let ju = j as usize;
-        let s = self.starts[ju];
         let e = s + g.duration[ju];
-        self.unplace_profile(g, j);
-        self.mark_stale(j);
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
             let unc = self.blobs[b as usize].remove(s, e, j);
             self.cache_byte_ns -= u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        }
+        self.blob_at[ju] = None;
+    }
+
+    /// Bring the blob covers and the cache value up to date with the placed attempts (a
+    /// no-op unless they are kept lazily). The value is a function of the placed set, so
+    /// the order of the updates does not change it.
+    pub(super) fn sync_blobs(&mut self, g: &GridInstance) {
+        let stale = std::mem::take(&mut self.blob_stale);
+        for &j in &stale {
+            let ju = j as usize;
+            let want = self.placed[ju].then_some(self.starts[ju]);
+            if self.blob_at[ju] == want {
+                continue;
+            }
+            if let Some(at) = self.blob_at[ju] {
+                self.blob_remove(g, j, at);
+            }
+            if let Some(s) = want {
+                self.blob_insert(g, j, s, s + g.duration[ju]);
+            }
+        }
+        self.blob_stale = stale;
+        self.blob_stale.clear();
+    }
+
+    /// Take `j` out, subtracting the byte-ns only it covered (its requests stay in the
+    /// cover as a ghost until the next sync; with lazy blob covers its lifetime stays in
+    /// them too).
+    pub(super) fn remove(&mut self, g: &GridInstance, j: u32) {
+        let s = self.starts[j as usize];
+        self.unplace_profile(g, j);
+        self.mark_stale(j);
+        if self.lazy_blobs {
+            self.blob_stale.push(j);
+        } else {
+            self.blob_remove(g, j, s);
         }
     }
 
@@ -502,6 +576,7 @@ impl StartState {
     }
 
     pub(super) fn point(&self, at: u64) -> ChainPoint {
+        debug_assert!(self.blobs_current(), "sync_blobs first");
         ChainPoint {
             starts: self.starts.clone(),
             gpu_union: self.gpu_union,
