@@ -252,12 +252,11 @@ impl StepProfile {
             return over(&[0, 0, 0], &lim).then_some(if forward { e } else { s });
         }
         let be = self.bucket(e - 1).min(self.buckets.len() - 1);
-        // The value at s, and the first event later than s.
         let first = &self.buckets[bs];
-        let idx = first.upto(s);
-        let at_s = over(&first.value_after(idx), &lim);
         if forward {
-            if at_s {
+            // The value at s, and the first event later than s.
+            let idx = first.upto(s);
+            if over(&first.value_after(idx), &lim) {
                 return Some(self.min_end_running_at(s).unwrap_or(e));
             }
             // The first start event in (s, e) after which the value is over, skipping
@@ -288,21 +287,22 @@ impl StepProfile {
                 continue;
             }
             let rl = bucket.rel_limit(&lim);
-            let from = if b == bs { idx } else { 0 };
             let to = if b == be {
                 bucket.events.partition_point(|ev| ev.t < e)
             } else {
                 bucket.events.len()
             };
-            if let Some(ev) = bucket.events[from..to.max(from)]
+            if let Some(ev) = bucket.events[..to]
                 .iter()
                 .rev()
+                .take_while(|ev| ev.t > s)
                 .find(|ev| ev.kind == 1 && over(&ev.rel, &rl))
             {
                 return Some(ev.t);
             }
         }
-        if at_s {
+        // None inside: the value at s decides.
+        if over(&first.value_after(first.upto(s)), &lim) {
             return Some(self.max_start_running_at(s).unwrap_or(s));
         }
         None
