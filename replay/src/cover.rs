@@ -658,6 +658,32 @@ impl BlobCover {
         self.gaps.overlap_len(x, y)
     }
 
+    /// Length of `[x, y)` no placed user covers once the users `excluded` tells are left
+    /// out (the cover is not changed): a scan of the users around `[x, y)`.
+    pub fn uncovered_without(&self, x: i64, y: i64, excluded: impl Fn(u32) -> bool) -> i64 {
+        if y <= x {
+            return 0;
+        }
+        let mut reach = x;
+        let mut unc = 0i64;
+        for (ls, le, u) in self.users.iter_from(&(x - self.dmax, i64::MIN, 0)) {
+            if ls >= y {
+                break;
+            }
+            if le <= reach || excluded(u) {
+                continue;
+            }
+            if ls > reach {
+                unc += ls - reach;
+            }
+            reach = le;
+            if reach >= y {
+                break;
+            }
+        }
+        unc + (y - reach).max(0)
+    }
+
     /// Place user `j` over `[x, y)`; returns the length it adds to the union.
     pub fn insert(&mut self, x: i64, y: i64, j: u32) -> i64 {
         let unc = self.gaps.overlap_len(x, y);

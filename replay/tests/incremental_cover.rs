@@ -1,8 +1,8 @@
 //! The start-time search's cover indexes against plain oracles: after random inserts and
 //! removes, the request cover's gap set, every value it returns and every uncovered-length
 //! query equal a full recomputation from the placed intervals, and so do the parts only a
-//! taken set covers; likewise a blob's lifetime cover, its gaps and its sorted users (with
-//! index access).
+//! taken set covers; likewise a blob's lifetime cover, its gaps, its sorted users (with
+//! index access) and its uncovered lengths with some users left out.
 
 mod common;
 
@@ -166,6 +166,10 @@ proptest! {
             for &(a, l) in &queries {
                 let want = if l > 0 { common::oracle_uncovered(&plain(&placed), a, a + l) } else { 0 };
                 prop_assert_eq!(cover.uncovered(a, a + l), want);
+                // Left out: the users whose ids are multiples of three (a ghost set).
+                let kept: Vec<_> = placed.iter().copied().filter(|p| p.2 % 3 != 0).collect();
+                let want = if l > 0 { common::oracle_uncovered(&plain(&kept), a, a + l) } else { 0 };
+                prop_assert_eq!(cover.uncovered_without(a, a + l, |u| u % 3 == 0), want);
                 let from: Vec<_> = cover.users().iter_from(&(a, i64::MIN, 0)).collect();
                 let want_from: Vec<_> = sorted.iter().copied().filter(|p| p.0 >= a).collect();
                 prop_assert_eq!(from, want_from);

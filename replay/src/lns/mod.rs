@@ -299,6 +299,64 @@ mod tests {
     }
 
     #[test]
+    fn cache_queries_around_ghosts_equal_those_after_a_sync() {
+        let mut shape = SyntheticShape::deepswe();
+        shape.tasks = 40;
+        shape.repos = 3;
+        shape.requests_per_attempt = 6;
+        let inst = synthetic_instance(&shape).unwrap();
+        let g = GridInstance::new(&inst);
+        let order: Vec<u32> = (0..g.len() as u32).collect();
+        let fifo = evaluate(&g, &Plan::from_order(&order), &mut Scratch::new()).unwrap();
+        let ctx = LnsContext::new(&g, fifo.makespan);
+        let mut rng = ChaCha8Rng::seed_from_u64(9);
+        let mut checked = 0;
+        for round in 0..40u64 {
+            let mut st = StartState::new(&g, &ctx, &fifo.starts);
+            st.set_lazy_blobs(true);
+            // Neighbours in FIFO order overlap in time (ghosts sharing the queries);
+            // others are anywhere.
+            let first = below(&mut rng, g.len() as u64 - 3) as u32;
+            let removed: Vec<u32> = if round % 2 == 0 {
+                vec![first, first + 1, first + 2]
+            } else {
+                (0..3)
+                    .map(|_| below(&mut rng, g.len() as u64) as u32)
+                    .collect()
+            };
+            for &j in &removed {
+                if st.placed[j as usize] {
+                    st.remove(&g, j);
+                }
+            }
+            // One put back where it was keeps the covers current for it.
+            st.insert(&g, removed[0], fifo.starts[removed[0] as usize]);
+            assert!(st.blobs_hold_only_ghosts());
+            let mut synced = st.clone();
+            synced.sync_blobs(&g);
+            for &j in &removed[1..] {
+                let old = fifo.starts[j as usize];
+                let d = g.duration[j as usize];
+                for s in [
+                    old,
+                    old - d / 2,
+                    old + d / 3,
+                    0,
+                    below(&mut rng, ctx.deadline as u64) as i64,
+                ] {
+                    assert_eq!(
+                        st.cache_uncovered_around_ghosts(&g, j, s),
+                        synced.cache_uncovered_within(&g, j, s, u128::MAX).unwrap(),
+                        "attempt {j} at {s}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 200);
+    }
+
+    #[test]
     fn incremental_values_equal_a_full_recomputation_and_stay_feasible() {
         let mut shape = SyntheticShape::deepswe();
         shape.tasks = 30;

@@ -231,14 +231,19 @@ fn best_start_with(
     match objective {
         // The GPU tie-break reads the request cover.
         Objective::Cache => st.prepare_gpu_query(g),
-        // The cache tie-break reads the blob covers.
-        Objective::Gpu => st.sync_blobs(g),
+        // The cache tie-break reads the blob covers, where removed attempts may still be
+        // (read around them when nothing else is out of date).
+        Objective::Gpu => {
+            if !st.blobs_hold_only_ghosts() {
+                st.sync_blobs(g);
+            }
+        }
     }
     let st = &*st;
     ties.iter()
         .map(|&s| {
             let secondary = match objective {
-                Objective::Gpu => st.cache_uncovered(g, j, s),
+                Objective::Gpu => st.cache_uncovered_around_ghosts(g, j, s),
                 Objective::Cache => st.gpu_uncovered(g, ctx, j, s) as u128,
             };
             (secondary, s)

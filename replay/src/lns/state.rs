@@ -10,7 +10,9 @@
 //!
 //! The blob covers can be kept the same way (the GPU chain, which reads them only at a
 //! tie-break and for the archive): a removed attempt stays in them until
-//! [`StartState::sync_blobs`], so one put back where it was costs nothing there either.
+//! [`StartState::sync_blobs`], so one put back where it was costs nothing there either; a
+//! tie-break reads the covers around those ghosts
+//! ([`StartState::cache_uncovered_around_ghosts`]).
 
 use super::context::LnsContext;
 use super::moves::MoveScratch;
@@ -242,10 +244,72 @@ impl StartState {
         Some(total)
     }
 
-    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs.
-    pub(super) fn cache_uncovered(&self, g: &GridInstance, j: u32, s: i64) -> u128 {
-        self.cache_uncovered_within(g, j, s, u128::MAX)
-            .unwrap_or(u128::MAX)
+    /// Whether every attempt the blob covers are out of date for is a *ghost* (removed, its
+    /// lifetime still in them) or back where it is in them: then
+    /// [`StartState::cache_uncovered_around_ghosts`] answers without a sync.
+    pub(super) fn blobs_hold_only_ghosts(&self) -> bool {
+        self.blob_stale.iter().all(|&a| {
+            let a = a as usize;
+            if self.placed[a] {
+                self.blob_at[a] == Some(self.starts[a])
+            } else {
+                self.blob_at[a].is_some()
+            }
+        })
+    }
+
+    /// Byte-ns of `j`'s lifetime at start `s` not covered by the placed users of its blobs,
+    /// reading the covers around the ghosts they still hold (see
+    /// [`StartState::blobs_hold_only_ghosts`]): a blob whose ghosts' lifetimes miss the
+    /// query is read from its gaps, any other by a scan of its users without them.
+    pub(super) fn cache_uncovered_around_ghosts(&self, g: &GridInstance, j: u32, s: i64) -> u128 {
+        if self.blobs_current() {
+            return self
+                .cache_uncovered_within(g, j, s, u128::MAX)
+                .unwrap_or(u128::MAX);
+        }
+        debug_assert!(self.blobs_hold_only_ghosts());
+        let ju = j as usize;
+        let (x, y) = (s, s + g.duration[ju]);
+        // Ghosts whose lifetimes (where the covers hold them) overlap the query.
+        let mut near = [0u32; 8];
+        let mut n_near = 0usize;
+        let mut overflow = false;
+        for &a in &self.blob_stale {
+            let au = a as usize;
+            if self.placed[au] {
+                continue;
+            }
+            let at = self.blob_at[au].expect("a ghost is in the blob covers");
+            if at < y && at + g.duration[au] > x && !near[..n_near].contains(&a) {
+                if n_near == near.len() {
+                    overflow = true;
+                    break;
+                }
+                near[n_near] = a;
+                n_near += 1;
+            }
+        }
+        let ghosts = &near[..n_near];
+        let is_ghost = |u: u32| {
+            if overflow {
+                let uu = u as usize;
+                !self.placed[uu] && self.blob_at[uu].is_some()
+            } else {
+                ghosts.contains(&u)
+            }
+        };
+        let mut total = 0u128;
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let cover = &self.blobs[b as usize];
+            let unc = if n_near == 0 && !overflow {
+                cover.uncovered(x, y)
+            } else {
+                cover.uncovered_without(x, y, is_ghost)
+            };
+            total += u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        }
+        total
     }
 
     /// Add `j` at `s` to the lifetime sets and the profile.
