@@ -4,7 +4,9 @@
 //! Run: `cargo bench --workspace --bench lns_chain --no-run`, then the executable it names
 //! with `OBJ=gpu|cache` (default gpu), `MOVES=N` (default 50,000) and `REPS=N` (runs of the
 //! same chain, default 3). Each run prints its moves, seconds, microseconds per move (the
-//! state build included), accepted moves, the archive's size and its best (GPU, cache).
+//! state build included), accepted moves, those that left an attempt elsewhere, the
+//! reinsertions tie-broken by the other objective, the archive's size and its best (GPU,
+//! cache).
 //! Under `valgrind --tool=callgrind --toggle-collect='replay::lns::run_chain'` with
 //! `MOVES=2000 REPS=1` and `MOVES=0 REPS=1` it gives the instructions per move.
 
