@@ -279,6 +279,28 @@ impl RequestCover {
         self.gaps = GapSet { gaps };
     }
 
+    /// Take the piece in bucket `b` of request `(x, y, id)` out (`whole`: it covers `b`
+    /// whole); when no request then covers `b` whole, push the parts of `[x, y)` in it the
+    /// remaining partial pieces leave uncovered (none when one covers it alone).
+    #[inline]
+    fn leave_bucket(
+        &mut self,
+        b: usize,
+        whole: bool,
+        (x, y, id): (i64, i64, u32),
+        sorted: &mut Vec<(i64, i64)>,
+        new_gaps: &mut Vec<(i64, i64)>,
+    ) {
+        if whole {
+            self.full[b] -= 1;
+        } else {
+            self.remove_id(b, id);
+        }
+        if self.full[b] == 0 {
+            self.uncovered_piece(b, x, y, &|_| false, sorted, new_gaps);
+        }
+    }
+
     /// Remove the request `[x, y)` inserted with id `id`; returns its length no other
     /// placed request covers (now gaps).
     pub fn remove(&mut self, x: i64, y: i64, id: u32) -> i64 {
@@ -287,27 +309,18 @@ impl RequestCover {
         new_gaps.clear();
         let mut sorted = std::mem::take(&mut self.pieces);
         if let Some(p) = EdgePieces::of(x, y, self.shift) {
-            let last = (p.first != p.last).then_some((p.last, p.last_whole));
-            for (b, whole) in std::iter::once((p.first, p.first_whole)).chain(last) {
-                if whole {
-                    self.full[b] -= 1;
-                } else {
-                    self.remove_id(b, id);
-                }
-                // No request covers bucket b whole: the parts of [x, y) in it the
-                // remaining partial pieces leave uncovered (none when one covers it alone).
-                if self.full[b] == 0 {
-                    self.uncovered_piece(b, x, y, &|_| false, &mut sorted, &mut new_gaps);
-                }
-                if b == p.first {
-                    // The middle buckets, covered whole.
-                    for m in p.first + 1..p.last {
-                        self.full[m] -= 1;
-                        if self.full[m] == 0 {
-                            self.uncovered_piece(m, x, y, &|_| false, &mut sorted, &mut new_gaps);
-                        }
-                    }
-                }
+            self.leave_bucket(
+                p.first,
+                p.first_whole,
+                (x, y, id),
+                &mut sorted,
+                &mut new_gaps,
+            );
+            for m in p.first + 1..p.last {
+                self.leave_bucket(m, true, (x, y, id), &mut sorted, &mut new_gaps);
+            }
+            if p.last != p.first {
+                self.leave_bucket(p.last, p.last_whole, (x, y, id), &mut sorted, &mut new_gaps);
             }
         }
         self.pieces = sorted;
@@ -602,6 +615,40 @@ impl<T: Ord + Copy> SortedChunks<T> {
     }
 }
 
+/// Visit, in order, the pieces of `[x, y)` that no user of `users` (lifetimes sorted by
+/// start, none longer than `dmax`) covers once those `excluded` tells are left out.
+fn uncovered_pieces(
+    users: &SortedChunks<(i64, i64, u32)>,
+    dmax: i64,
+    x: i64,
+    y: i64,
+    excluded: impl Fn(u32) -> bool,
+    mut piece: impl FnMut(i64, i64),
+) {
+    if y <= x {
+        return;
+    }
+    let mut reach = x;
+    for (ls, le, u) in users.iter_from(&(x - dmax, i64::MIN, 0)) {
+        if ls >= y {
+            break;
+        }
+        if le <= reach || excluded(u) {
+            continue;
+        }
+        if ls > reach {
+            piece(reach, ls);
+        }
+        reach = le;
+        if reach >= y {
+            break;
+        }
+    }
+    if reach < y {
+        piece(reach, y);
+    }
+}
+
 /// Far ends of a blob's gap set (every lifetime lies strictly inside).
 const FAR: i64 = i64::MAX / 4;
 
@@ -661,27 +708,9 @@ impl BlobCover {
     /// Length of `[x, y)` no placed user covers once the users `excluded` tells are left
     /// out (the cover is not changed): a scan of the users around `[x, y)`.
     pub fn uncovered_without(&self, x: i64, y: i64, excluded: impl Fn(u32) -> bool) -> i64 {
-        if y <= x {
-            return 0;
-        }
-        let mut reach = x;
         let mut unc = 0i64;
-        for (ls, le, u) in self.users.iter_from(&(x - self.dmax, i64::MIN, 0)) {
-            if ls >= y {
-                break;
-            }
-            if le <= reach || excluded(u) {
-                continue;
-            }
-            if ls > reach {
-                unc += ls - reach;
-            }
-            reach = le;
-            if reach >= y {
-                break;
-            }
-        }
-        unc + (y - reach).max(0)
+        uncovered_pieces(&self.users, self.dmax, x, y, excluded, |a, b| unc += b - a);
+        unc
     }
 
     /// Place user `j` over `[x, y)`; returns the length it adds to the union.
@@ -697,46 +726,19 @@ impl BlobCover {
     /// Remove user `j` placed over `[x, y)`; returns the length it leaves uncovered.
     pub fn remove(&mut self, x: i64, y: i64, j: u32) -> i64 {
         self.users.remove(&(x, y, j));
-        if y <= x {
-            return 0;
-        }
-        let mut reach = x;
         let mut unc = 0i64;
-        let mut pending: [(i64, i64); 8] = [(0, 0); 8];
-        let mut n = 0usize;
-        let mut flush = |gaps: &mut GapSet, a: i64, b: i64, n: &mut usize| {
-            if *n == pending.len() {
-                for &(p, q) in &pending {
-                    gaps.add(p, q);
-                }
-                *n = 0;
-            }
-            pending[*n] = (a, b);
-            *n += 1;
-        };
-        for (ls, le, _) in self.users.iter_from(&(x - self.dmax, i64::MIN, 0)) {
-            if ls >= y {
-                break;
-            }
-            if le <= reach {
-                continue;
-            }
-            if ls > reach {
-                flush(&mut self.gaps, reach, ls, &mut n);
-                unc += ls - reach;
-            }
-            reach = le;
-            if reach >= y {
-                break;
-            }
-        }
-        if reach < y {
-            flush(&mut self.gaps, reach, y, &mut n);
-            unc += y - reach;
-        }
-        for &(p, q) in &pending[..n] {
-            self.gaps.add(p, q);
-        }
+        let gaps = &mut self.gaps;
+        uncovered_pieces(
+            &self.users,
+            self.dmax,
+            x,
+            y,
+            |_| false,
+            |a, b| {
+                gaps.add(a, b);
+                unc += b - a;
+            },
+        );
         unc
     }
 

@@ -205,20 +205,49 @@ impl StepProfile {
         self.add(j, s, e, u, -1);
     }
 
-    /// Events from bucket `b` on, in time order.
-    fn events_from(&self, b: usize) -> impl Iterator<Item = &Event> {
+    /// Earliest end among the lifetimes running at `t` (`None` when none runs), read from
+    /// event `i` of bucket `b` on (no earlier event ends after `t`).
+    fn min_end_from(&self, t: i64, b: usize, i: usize) -> Option<i64> {
         self.buckets
             .get(b..)
             .unwrap_or(&[])
             .iter()
-            .flat_map(|x| &x.events)
-    }
-
-    /// Earliest end among the lifetimes running at `t` (`None` when none runs).
-    fn min_end_running_at(&self, t: i64) -> Option<i64> {
-        self.events_from(self.bucket(t))
+            .enumerate()
+            .flat_map(|(k, x)| &x.events[if k == 0 { i } else { 0 }..])
             .find(|ev| ev.kind == 0 && ev.t > t && ev.other <= t)
             .map(|ev| ev.t)
+    }
+
+    /// The first start event before `e`, from event `i` of bucket `b` on, after which the
+    /// value is over `lim` (skipping buckets that cannot exceed it): its time and the
+    /// position just after it.
+    #[inline]
+    fn first_over_start(
+        &self,
+        b: usize,
+        i: usize,
+        e: i64,
+        lim: &Use,
+    ) -> Option<(i64, usize, usize)> {
+        let end = self.bucket(e - 1).min(self.buckets.len().saturating_sub(1));
+        let mut bb = b;
+        while bb <= end && bb < self.buckets.len() {
+            let bucket = &self.buckets[bb];
+            if bucket.may_exceed(lim) {
+                let rl = bucket.rel_limit(lim);
+                let from = if bb == b { i } else { 0 };
+                for (k, ev) in bucket.events[from..].iter().enumerate() {
+                    if ev.t >= e {
+                        return None;
+                    }
+                    if ev.kind == 1 && over(&ev.rel, &rl) {
+                        return Some((ev.t, bb, from + k + 1));
+                    }
+                }
+            }
+            bb += 1;
+        }
+        None
     }
 
     /// Latest start among the lifetimes running at `t` (`None` when none runs).
@@ -257,27 +286,12 @@ impl StepProfile {
             // The value at s, and the first event later than s.
             let idx = first.upto(s);
             if over(&first.value_after(idx), &lim) {
-                return Some(self.min_end_running_at(s).unwrap_or(e));
+                return Some(self.min_end_from(s, bs, idx).unwrap_or(e));
             }
-            // The first start event in (s, e) after which the value is over, skipping
-            // buckets that cannot break a limit.
-            for b in bs..=be {
-                let bucket = &self.buckets[b];
-                if !bucket.may_exceed(&lim) {
-                    continue;
-                }
-                let rl = bucket.rel_limit(&lim);
-                let from = if b == bs { idx } else { 0 };
-                for ev in &bucket.events[from..] {
-                    if ev.t >= e {
-                        return None;
-                    }
-                    if ev.kind == 1 && over(&ev.rel, &rl) {
-                        return Some(self.min_end_running_at(ev.t).unwrap_or(e));
-                    }
-                }
-            }
-            return None;
+            // The first start event in (s, e) after which the value is over.
+            return self
+                .first_over_start(bs, idx, e, &lim)
+                .map(|(t, b, i)| self.min_end_from(t, b, i).unwrap_or(e));
         }
         // Backward: the last start event in (s, e) after which the value is over; buckets
         // from the last one down, each read from its end.
@@ -330,23 +344,6 @@ impl StepProfile {
             return Some(s);
         }
         let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
-        let n = self.buckets.len();
-        // Earliest end after `t` of a lifetime running at `t`, scanning from (bb, ii).
-        let min_end = |t: i64, mut bb: usize, mut ii: usize| -> Option<i64> {
-            while bb < n {
-                let evs = &self.buckets[bb].events;
-                while ii < evs.len() {
-                    let ev = &evs[ii];
-                    if ev.kind == 0 && ev.t > t && ev.other <= t {
-                        return Some(ev.t);
-                    }
-                    ii += 1;
-                }
-                bb += 1;
-                ii = 0;
-            }
-            None
-        };
         // Cursor: bucket `b`, index `i` of the first event later than `s`.
         let (mut b, mut i) = (usize::MAX, 0usize);
         for _ in 0..steps {
@@ -367,33 +364,12 @@ impl StepProfile {
                 None => [0, 0, 0],
             };
             let next = if over(&v, &lim) {
-                min_end(s, b, i).unwrap_or(e)
+                self.min_end_from(s, b, i).unwrap_or(e)
             } else {
                 // The first start event in (s, e) after which the value is over.
-                let mut found = None;
-                let be = self.bucket(e - 1).min(n.saturating_sub(1));
-                'scan: for bb in b..=be.max(b) {
-                    let Some(bucket) = self.buckets.get(bb) else {
-                        break;
-                    };
-                    if !bucket.may_exceed(&lim) {
-                        continue;
-                    }
-                    let rl = bucket.rel_limit(&lim);
-                    let from = if bb == b { i } else { 0 };
-                    for (k, ev) in bucket.events[from..].iter().enumerate() {
-                        if ev.t >= e {
-                            break 'scan;
-                        }
-                        if ev.kind == 1 && over(&ev.rel, &rl) {
-                            found = Some((ev.t, bb, from + k + 1));
-                            break 'scan;
-                        }
-                    }
-                }
-                match found {
+                match self.first_over_start(b, i, e, &lim) {
                     None => return Some(s),
-                    Some((t, fb, fi)) => min_end(t, fb, fi).unwrap_or(e),
+                    Some((t, fb, fi)) => self.min_end_from(t, fb, fi).unwrap_or(e),
                 }
             };
             s = next;

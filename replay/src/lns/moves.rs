@@ -105,7 +105,11 @@ pub(super) fn reinsert(
     objective: Objective,
     rng: &mut ChaCha8Rng,
 ) -> bool {
-    match best_start(g, ctx, st, j, old, objective, rng) {
+    // The state lends its reused vectors for the search.
+    let mut scratch = std::mem::take(&mut st.scratch);
+    let best = best_start(g, ctx, st, j, old, objective, rng, &mut scratch);
+    st.scratch = scratch;
+    match best {
         Some(s) => {
             st.insert(g, j, s);
             true
@@ -115,23 +119,8 @@ pub(super) fn reinsert(
 }
 
 /// The best feasible start of `j` (removed) among its candidate starts.
-fn best_start(
-    g: &GridInstance,
-    ctx: &LnsContext,
-    st: &mut StartState,
-    j: u32,
-    old: i64,
-    objective: Objective,
-    rng: &mut ChaCha8Rng,
-) -> Option<i64> {
-    let mut scratch = std::mem::take(&mut st.scratch);
-    let best = best_start_with(g, ctx, st, j, old, objective, rng, &mut scratch);
-    st.scratch = scratch;
-    best
-}
-
 #[allow(clippy::too_many_arguments)]
-fn best_start_with(
+fn best_start(
     g: &GridInstance,
     ctx: &LnsContext,
     st: &mut StartState,

@@ -271,41 +271,23 @@ impl StartState {
         debug_assert!(self.blobs_hold_only_ghosts());
         let ju = j as usize;
         let (x, y) = (s, s + g.duration[ju]);
-        // Ghosts whose lifetimes (where the covers hold them) overlap the query.
-        let mut near = [0u32; 8];
-        let mut n_near = 0usize;
-        let mut overflow = false;
-        for &a in &self.blob_stale {
-            let au = a as usize;
-            if self.placed[au] {
-                continue;
-            }
-            let at = self.blob_at[au].expect("a ghost is in the blob covers");
-            if at < y && at + g.duration[au] > x && !near[..n_near].contains(&a) {
-                if n_near == near.len() {
-                    overflow = true;
-                    break;
-                }
-                near[n_near] = a;
-                n_near += 1;
-            }
-        }
-        let ghosts = &near[..n_near];
-        let is_ghost = |u: u32| {
-            if overflow {
-                let uu = u as usize;
-                !self.placed[uu] && self.blob_at[uu].is_some()
-            } else {
-                ghosts.contains(&u)
-            }
+        let is_ghost = |a: u32| {
+            let a = a as usize;
+            !self.placed[a] && self.blob_at[a].is_some()
         };
+        // Whether a ghost's lifetime (where the covers hold it) reaches the query.
+        let ghost_near = self.blob_stale.iter().any(|&a| {
+            is_ghost(a)
+                && self.blob_at[a as usize]
+                    .is_some_and(|at| at < y && at + g.duration[a as usize] > x)
+        });
         let mut total = 0u128;
         for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
             let cover = &self.blobs[b as usize];
-            let unc = if n_near == 0 && !overflow {
-                cover.uncovered(x, y)
-            } else {
+            let unc = if ghost_near {
                 cover.uncovered_without(x, y, is_ghost)
+            } else {
+                cover.uncovered(x, y)
             };
             total += u128::from(g.blob_bytes[b as usize]) * unc as u128;
         }
@@ -354,11 +336,18 @@ impl StartState {
         }
         if self.lazy_blobs {
             if self.blob_at[ju] != Some(s) {
-                self.blob_stale.push(j);
+                self.mark_blob_stale(j);
             }
             return;
         }
         self.blob_insert(g, j, s, e);
+    }
+
+    /// Note that the blob covers no longer hold `j` where it is placed (once per sync).
+    fn mark_blob_stale(&mut self, j: u32) {
+        if !self.blob_stale.contains(&j) {
+            self.blob_stale.push(j);
+        }
     }
 
     fn blob_insert(&mut self, g: &GridInstance, j: u32, s: i64, e: i64) {
@@ -410,7 +399,7 @@ impl StartState {
         self.unplace_profile(g, j);
         self.mark_stale(j);
         if self.lazy_blobs {
-            self.blob_stale.push(j);
+            self.mark_blob_stale(j);
         } else {
             self.blob_remove(g, j, s);
         }
@@ -531,16 +520,19 @@ impl StartState {
             }
         }
         let ghosts = &self.stale;
-        // Ghosts whose lifetimes (in the cover) do not overlap have disjoint requests.
-        let mut lives: Vec<(i64, i64)> = ghosts
-            .iter()
-            .map(|&j| {
-                let at = self.cover_at[j as usize].expect("a ghost is in the cover");
-                (at, at + g.duration[j as usize])
+        // Ghosts whose lifetimes (in the cover) do not overlap have disjoint requests
+        // (a move removes a few attempts: every pair is checked).
+        let life = |j: u32| {
+            let at = self.cover_at[j as usize].expect("a ghost is in the cover");
+            (at, at + g.duration[j as usize])
+        };
+        let disjoint = ghosts.iter().enumerate().all(|(i, &a)| {
+            let (a0, a1) = life(a);
+            ghosts[i + 1..].iter().all(|&b| {
+                let (b0, b1) = life(b);
+                a1 <= b0 || b1 <= a0
             })
-            .collect();
-        lives.sort_unstable();
-        let disjoint = lives.windows(2).all(|w| w[0].1 <= w[1].0);
+        });
         let is_taken = |id: u32| {
             let id = id as usize;
             ghosts.iter().any(|&j| {
