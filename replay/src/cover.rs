@@ -512,6 +512,13 @@ pub struct SortedChunks<T> {
     len: usize,
 }
 
+/// A place in a [`SortedChunks`]: chunk and index in it.
+#[derive(Debug, Clone, Copy)]
+struct Cursor {
+    chunk: usize,
+    pos: usize,
+}
+
 /// Most elements of a chunk before it splits.
 const CHUNK: usize = 128;
 
@@ -563,22 +570,25 @@ impl<T: Ord + Copy> SortedChunks<T> {
 
     /// Remove one `x`; false when absent.
     pub fn remove(&mut self, x: &T) -> bool {
+        self.remove_at(x).is_some()
+    }
+
+    /// Remove one `x`; where it was (now the place of the first element after it), or
+    /// `None` when absent.
+    fn remove_at(&mut self, x: &T) -> Option<Cursor> {
         if self.chunks.is_empty() {
-            return false;
+            return None;
         }
         let c = self.chunk_of(x);
         let chunk = &mut self.chunks[c];
-        match chunk.binary_search(x) {
-            Ok(pos) => {
-                chunk.remove(pos);
-                if chunk.is_empty() {
-                    self.chunks.remove(c);
-                }
-                self.len -= 1;
-                true
-            }
-            Err(_) => false,
+        let pos = chunk.binary_search(x).ok()?;
+        chunk.remove(pos);
+        self.len -= 1;
+        if chunk.is_empty() {
+            self.chunks.remove(c);
+            return Some(Cursor { chunk: c, pos: 0 });
         }
+        Some(Cursor { chunk: c, pos })
     }
 
     /// The `i`-th smallest element.
@@ -592,21 +602,46 @@ impl<T: Ord + Copy> SortedChunks<T> {
         None
     }
 
-    /// The elements `>= key`, in order.
-    pub fn iter_from<'a>(&'a self, key: &T) -> impl Iterator<Item = T> + 'a {
-        let c = self
+    /// Where the first element `>= key` is (past the last chunk when every element is
+    /// smaller).
+    #[inline]
+    fn lower_bound(&self, key: &T) -> Cursor {
+        let chunk = self
             .chunks
             .partition_point(|ch| ch.last().is_some_and(|l| l < key));
         let pos = self
             .chunks
-            .get(c)
+            .get(chunk)
             .map_or(0, |ch| ch.partition_point(|p| p < key));
+        Cursor { chunk, pos }
+    }
+
+    /// The elements `>= key`, in order.
+    pub fn iter_from<'a>(&'a self, key: &T) -> impl Iterator<Item = T> + 'a {
+        self.iter_at(self.lower_bound(key))
+    }
+
+    /// The elements from `at` on, in order.
+    fn iter_at(&self, at: Cursor) -> impl Iterator<Item = T> + '_ {
         self.chunks
-            .get(c..)
+            .get(at.chunk..)
             .unwrap_or(&[])
             .iter()
             .enumerate()
-            .flat_map(move |(k, ch)| ch[if k == 0 { pos } else { 0 }..].iter().copied())
+            .flat_map(move |(k, ch)| ch[if k == 0 { at.pos } else { 0 }..].iter().copied())
+    }
+
+    /// The elements before `at`, from the last down.
+    fn iter_rev_before(&self, at: Cursor) -> impl Iterator<Item = T> + '_ {
+        let head = self
+            .chunks
+            .get(at.chunk)
+            .map_or(&[][..], |ch| &ch[..at.pos]);
+        let before = &self.chunks[..at.chunk.min(self.chunks.len())];
+        head.iter()
+            .rev()
+            .chain(before.iter().rev().flat_map(|ch| ch.iter().rev()))
+            .copied()
     }
 
     /// All elements, in order.
@@ -616,9 +651,12 @@ impl<T: Ord + Copy> SortedChunks<T> {
 }
 
 /// Visit, in order, the pieces of `[x, y)` that no user of `users` (lifetimes sorted by
-/// start, none longer than `dmax`) covers once those `excluded` tells are left out.
+/// start, none longer than `dmax`) covers once those `excluded` tells are left out. `split`
+/// is a place in `users` with no user starting after `x` before it and none starting
+/// before `x` from it.
 fn uncovered_pieces(
     users: &SortedChunks<(i64, i64, u32)>,
+    split: Cursor,
     dmax: i64,
     x: i64,
     y: i64,
@@ -628,8 +666,23 @@ fn uncovered_pieces(
     if y <= x {
         return;
     }
+    // The users before `split` cover `[x, the farthest of their ends)`: read them from
+    // `split` down (none that starts before `x - dmax` reaches `x`), and stop at one that
+    // reaches `y` (on shared blobs, usually among the first few).
     let mut reach = x;
-    for (ls, le, u) in users.iter_from(&(x - dmax, i64::MIN, 0)) {
+    for (ls, le, u) in users.iter_rev_before(split) {
+        if ls < x - dmax {
+            break;
+        }
+        if le > reach && !excluded(u) {
+            reach = le;
+            if reach >= y {
+                return;
+            }
+        }
+    }
+    // Then the users from `split` (starting at `x` or inside `(x, y)`), in order.
+    for (ls, le, u) in users.iter_at(split) {
         if ls >= y {
             break;
         }
@@ -709,7 +762,10 @@ impl BlobCover {
     /// out (the cover is not changed): a scan of the users around `[x, y)`.
     pub fn uncovered_without(&self, x: i64, y: i64, excluded: impl Fn(u32) -> bool) -> i64 {
         let mut unc = 0i64;
-        uncovered_pieces(&self.users, self.dmax, x, y, excluded, |a, b| unc += b - a);
+        let split = self.users.lower_bound(&(x, i64::MIN, 0));
+        uncovered_pieces(&self.users, split, self.dmax, x, y, excluded, |a, b| {
+            unc += b - a
+        });
         unc
     }
 
@@ -725,11 +781,16 @@ impl BlobCover {
 
     /// Remove user `j` placed over `[x, y)`; returns the length it leaves uncovered.
     pub fn remove(&mut self, x: i64, y: i64, j: u32) -> i64 {
-        self.users.remove(&(x, y, j));
+        // Where it was splits the others as the scan needs (before it none starts after x,
+        // from it none before).
+        let removed = self.users.remove_at(&(x, y, j));
+        debug_assert!(removed.is_some(), "user {j} placed over [{x}, {y})");
+        let split = removed.unwrap_or_else(|| self.users.lower_bound(&(x, i64::MIN, 0)));
         let mut unc = 0i64;
         let gaps = &mut self.gaps;
         uncovered_pieces(
             &self.users,
+            split,
             self.dmax,
             x,
             y,

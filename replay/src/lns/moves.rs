@@ -175,10 +175,15 @@ fn best_start(
             }
             continue;
         }
-        for (forward, wanted) in [(true, f), (false, b)] {
-            if wanted && let Some(s) = st.feasible_start(g, ctx, j, t, forward) {
-                tried.push(s);
+        // Forward first: when `t` itself fits, the backward search would return it too.
+        if f && let Some(s) = st.feasible_start(g, ctx, j, t, true) {
+            tried.push(s);
+            if s == t {
+                continue;
             }
+        }
+        if b && let Some(s) = st.feasible_start(g, ctx, j, t, false) {
+            tried.push(s);
         }
     }
     tried.sort_unstable();
