@@ -3,7 +3,8 @@
 //!
 //! Run: `cargo bench --workspace --bench lns_chain --no-run`, then the executable it names
 //! with `OBJ=gpu|cache` (default gpu), `MOVES=N` (default 50,000), `REPS=N` (runs of the
-//! same chain, default 3) and `SEED=N` (the chain's random seed, default 1). Each run prints
+//! same chain, default 3), `SEED=N` (the chain's random seed, default 1) and `SHAPE=tmax`
+//! (the synthetic tmax shape instead: 253 attempts, both caps binding). Each run prints
 //! its moves, seconds, microseconds per move (the state build included), accepted moves,
 //! those that left an attempt elsewhere, the reinsertions tie-broken by the other
 //! objective, the archive's size, and the archive's best GPU union and best cache byte-ns.
@@ -23,7 +24,12 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 }
 
 fn main() {
-    let inst = synthetic_instance(&SyntheticShape::deepswe()).expect("synthetic instance");
+    let shape = if std::env::var("SHAPE").as_deref() == Ok("tmax") {
+        SyntheticShape::tmax()
+    } else {
+        SyntheticShape::deepswe()
+    };
+    let inst = synthetic_instance(&shape).expect("synthetic instance");
     let g = GridInstance::new(&inst);
     let fifo = Plan::from_order(&(0..g.len() as u32).collect::<Vec<_>>());
     let e = evaluate(&g, &fifo, &mut Scratch::new()).expect("fifo");
