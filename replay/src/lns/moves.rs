@@ -291,6 +291,8 @@ pub(super) fn removal_set(
                 &ctx.blob_users[b as usize]
             }
         }
+        // A removal of one attempt draws nothing from this pool.
+        2 if k == 1 => &[],
         2 => {
             // By time window: attempts overlapping a's lifetime.
             let (s, e) = (
