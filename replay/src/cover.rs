@@ -365,7 +365,9 @@ impl RequestCover {
         let shift = self.shift;
         for &(x, y) in taken {
             // Most requests have every bucket covered whole by two or more others: skip
-            // them after one pass over the counts.
+            // them after one pass over the counts. (Their edge pieces are worked out only
+            // for the rest: computing `EdgePieces` first cost the GPU chain about 1.3k
+            // instructions per move, callgrind, the lns_chain bench.)
             if y <= x
                 || self.full[(x >> shift) as usize..=((y - 1) >> shift) as usize]
                     .iter()

@@ -2,7 +2,8 @@
 //! removes, the request cover's gap set, every value it returns and every uncovered-length
 //! query equal a full recomputation from the placed intervals, and so do the parts only a
 //! taken set covers; likewise a blob's lifetime cover, its gaps, its sorted users (with
-//! index access) and its uncovered lengths with some users left out.
+//! index access) and its uncovered lengths with some users left out, also with enough
+//! users that its list spans many chunks.
 
 mod common;
 
@@ -175,6 +176,52 @@ proptest! {
                 prop_assert_eq!(from, want_from);
             }
         }
+    }
+
+    /// Enough users that the sorted list splits into chunks: the scans cross chunk
+    /// boundaries (downward from a query's start, upward after it) and removals empty
+    /// whole chunks (each order takes a chunk's users out in a row).
+    #[test]
+    fn blob_cover_across_chunks_matches_the_oracle(
+        users in prop::collection::vec((0i64..2_000, 1i64..200), 300..500),
+        order in 0u8..3,
+        queries in prop::collection::vec((-100i64..2_200, 1i64..300), 4..8),
+    ) {
+        let dmax = 200;
+        let plain = |p: &[(i64, i64, u32)]| p.iter().map(|q| (q.0, q.1)).collect::<Vec<_>>();
+        let mut cover = BlobCover::new(dmax);
+        let mut placed: Vec<(i64, i64, u32)> = Vec::new();
+        for (i, &(x, len)) in users.iter().enumerate() {
+            cover.insert(x, x + len, i as u32);
+            placed.push((x, x + len, i as u32));
+        }
+        // Out in start order, in reverse start order, or from the middle outwards.
+        placed.sort_unstable();
+        let mut out_order = placed.clone();
+        match order {
+            0 => {}
+            1 => out_order.reverse(),
+            _ => {
+                let mid = out_order.len() / 2;
+                out_order.rotate_left(mid);
+            }
+        }
+        for (k, &(a, b, j)) in out_order.iter().enumerate() {
+            let at = placed.iter().position(|p| *p == (a, b, j)).expect("placed");
+            placed.remove(at);
+            prop_assert_eq!(cover.remove(a, b, j), common::oracle_uncovered(&plain(&placed), a, b));
+            if k % 16 == 0 {
+                let kept: Vec<_> = placed.iter().copied().filter(|p| p.2 % 3 != 0).collect();
+                for &(x, l) in &queries {
+                    prop_assert_eq!(cover.uncovered(x, x + l), common::oracle_uncovered(&plain(&placed), x, x + l));
+                    prop_assert_eq!(
+                        cover.uncovered_without(x, x + l, |u| u % 3 == 0),
+                        common::oracle_uncovered(&plain(&kept), x, x + l)
+                    );
+                }
+            }
+        }
+        prop_assert!(cover.users().is_empty());
     }
 
     #[test]

@@ -227,7 +227,10 @@ pub fn run_chain(
             {
                 out.moved += 1;
             }
-            st.sync_cover(g);
+            // The archive reads both values: the GPU chain's cover is current already.
+            if objective == Objective::Cache {
+                st.sync_cover(g);
+            }
             st.sync_blobs(g);
             archive_add(&mut out.archive, &st, m + 1, &mut [&mut fastest, &mut best]);
             let (mk, c) = (st.makespan(), cost(&st, objective));

@@ -141,35 +141,22 @@ fn best_start(
     // Clamp to [0, latest] (the searches clamp too) and merge the directions asked of
     // equal starts, so no search runs twice.
     for c in cands.iter_mut() {
-        let (t, f, b) = *c;
-        let t = t.clamp(0, latest.max(0));
-        // From 0 a backward search can only return 0, from `latest` a forward one only
-        // `latest`: the other direction checks the same start first.
-        *c = if f && b && t <= 0 {
-            (t, true, false)
-        } else if f && b && t >= latest {
-            (t, false, true)
-        } else {
-            (t, f, b)
-        };
+        c.0 = c.0.clamp(0, latest.max(0));
     }
     cands.sort_unstable_by_key(|c| c.0);
-    let mut n = 0usize;
-    for i in 0..cands.len() {
-        let c = cands[i];
-        if n > 0 && cands[n - 1].0 == c.0 {
-            cands[n - 1].1 |= c.1;
-            cands[n - 1].2 |= c.2;
-        } else {
-            cands[n] = c;
-            n += 1;
+    cands.dedup_by(|c, kept| {
+        let same = c.0 == kept.0;
+        if same {
+            kept.1 |= c.1;
+            kept.2 |= c.2;
         }
-    }
-    cands.truncate(n);
+        same
+    });
     tried.clear();
     for &(t, f, b) in cands.iter() {
         if f && b && (t <= 0 || t >= latest) {
-            // Both directions check `t` first and the redundant one returns nothing else.
+            // From 0 a backward search can only return 0, from `latest` a forward one only
+            // `latest`: both directions check `t` first, so one search answers for both.
             if let Some(s) = st.feasible_start(g, ctx, j, t, t <= 0) {
                 tried.push(s);
             }
