@@ -276,13 +276,12 @@ impl StepProfile {
         }
         let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
         let bs = self.bucket(s);
-        if bs >= self.buckets.len() {
-            // Nothing placed at or after s.
-            return over(&[0, 0, 0], &lim).then_some(if forward { e } else { s });
-        }
-        let be = self.bucket(e - 1).min(self.buckets.len() - 1);
-        let first = &self.buckets[bs];
         if forward {
+            if bs >= self.buckets.len() {
+                // Nothing placed at or after s.
+                return over(&[0, 0, 0], &lim).then_some(e);
+            }
+            let first = &self.buckets[bs];
             // The value at s, and the first event later than s.
             let idx = first.upto(s);
             if over(&first.value_after(idx), &lim) {
@@ -293,31 +292,93 @@ impl StepProfile {
                 .first_over_start(bs, idx, e, &lim)
                 .map(|(t, b, i)| self.min_end_from(t, b, i).unwrap_or(e));
         }
-        // Backward: the last start event in (s, e) after which the value is over; buckets
-        // from the last one down, each read from its end.
+        self.backward_violation(s, e, &lim, None).map(|(t, _)| t)
+    }
+
+    /// The backward [`StepProfile::violation`] for `[s, e)` (`s < e`) against `lim` (the caps less the attempt's use), with where it was found:
+    /// the place (bucket, index) of the first event at or after the returned time when that
+    /// time is a start event inside `(s, e)`, `None` when the value at `s` decided. `end`:
+    /// that place for `e`, when known.
+    fn backward_violation(
+        &self,
+        s: i64,
+        e: i64,
+        lim: &Use,
+        end: Option<(usize, usize)>,
+    ) -> Option<(i64, Option<(usize, usize)>)> {
+        let bs = self.bucket(s);
+        if bs >= self.buckets.len() {
+            // Nothing placed at or after s.
+            return over(&[0, 0, 0], lim).then_some((s, None));
+        }
+        let (be, to_be) = match end {
+            Some(place) => place,
+            None => {
+                let be = self.bucket(e - 1).min(self.buckets.len() - 1);
+                let to = self.buckets[be].events.partition_point(|ev| ev.t < e);
+                (be, to)
+            }
+        };
+        // The last start event in (s, e) after which the value is over; buckets from the
+        // last one down, each read from its end.
         for b in (bs..=be).rev() {
             let bucket = &self.buckets[b];
-            if !bucket.may_exceed(&lim) {
+            if !bucket.may_exceed(lim) {
                 continue;
             }
-            let rl = bucket.rel_limit(&lim);
-            let to = if b == be {
-                bucket.events.partition_point(|ev| ev.t < e)
-            } else {
-                bucket.events.len()
-            };
-            if let Some(ev) = bucket.events[..to]
+            let rl = bucket.rel_limit(lim);
+            let to = if b == be { to_be } else { bucket.events.len() };
+            if let Some(k) = bucket.events[..to]
                 .iter()
                 .rev()
                 .take_while(|ev| ev.t > s)
-                .find(|ev| ev.kind == 1 && over(&ev.rel, &rl))
+                .position(|ev| ev.kind == 1 && over(&ev.rel, &rl))
             {
-                return Some(ev.t);
+                let mut at = to - 1 - k;
+                let t = bucket.events[at].t;
+                while at > 0 && bucket.events[at - 1].t >= t {
+                    at -= 1;
+                }
+                return Some((t, Some((b, at))));
             }
         }
         // None inside: the value at s decides.
-        if over(&first.value_after(first.upto(s)), &lim) {
-            return Some(self.max_start_running_at(s).unwrap_or(s));
+        let first = &self.buckets[bs];
+        if over(&first.value_after(first.upto(s)), lim) {
+            return Some((self.max_start_running_at(s).unwrap_or(s), None));
+        }
+        None
+    }
+
+    /// The backward feasible-start search of the start-time search, in one pass: from `s`
+    /// (in `[0, latest]`), at most `steps` backward [`StepProfile::violation`] queries (for
+    /// `[s, s + d)`), each failing one moving the window's end to the time it returns;
+    /// `Some(s)` at the first query that finds no violation, `None` when `s` leaves `[0,
+    /// latest]` or the steps run out. Exactly the result of those queries, but a query
+    /// that ends where the last found its violation starts its scan there.
+    pub fn backward_search(
+        &self,
+        mut s: i64,
+        d: i64,
+        u: Use,
+        caps: Use,
+        latest: i64,
+        steps: usize,
+    ) -> Option<i64> {
+        if d <= 0 {
+            return (steps > 0).then_some(s);
+        }
+        let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
+        let mut end = None;
+        for _ in 0..steps {
+            let Some((t, place)) = self.backward_violation(s, s + d, &lim, end) else {
+                return Some(s);
+            };
+            s = t - d;
+            end = place;
+            if s < 0 || s > latest {
+                return None;
+            }
         }
         None
     }

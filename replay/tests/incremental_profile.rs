@@ -1,7 +1,7 @@
 //! The start-time search's step profile against a plain oracle: after random inserts and
 //! removes, every violation query (forward and backward) and every profile value equals the
 //! one computed by sweeping the placed lifetimes from scratch (the search's former code),
-//! and the one-pass forward search equals iterated forward queries.
+//! and the one-pass forward and backward searches equal iterated queries.
 
 use proptest::prelude::*;
 use replay::profile::{StepProfile, Use};
@@ -99,6 +99,28 @@ proptest! {
                         prof.forward_search(qs, qd, u, caps, latest, steps),
                         want,
                         "forward search from {} ({} steps)", qs, steps
+                    );
+                    // The one-pass backward search equals iterated backward queries.
+                    let mut t = qs;
+                    let mut want = None;
+                    for _ in 0..steps {
+                        match prof.violation(t, t + qd, u, caps, false) {
+                            None => {
+                                want = Some(t);
+                                break;
+                            }
+                            Some(next) => {
+                                t = next - qd;
+                                if t < 0 || t > latest {
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    prop_assert_eq!(
+                        prof.backward_search(qs, qd, u, caps, latest, steps),
+                        want,
+                        "backward search from {} ({} steps)", qs, steps
                     );
                 }
                 let mut v = [0i64; 3];

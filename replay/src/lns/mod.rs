@@ -123,10 +123,18 @@ fn archive_add(archive: &mut Vec<ChainPoint>, st: &StartState, at: u64, kept: &m
     while i < archive.len() {
         let x = &archive[i];
         if dominated_by((x.gpu_union, x.cache_byte_ns, x.makespan), p) {
-            let gone = archive.remove(i);
-            for k in kept.iter_mut() {
-                if matches!(**k, Kept::InArchive(at) if at == gone.found_at_move) {
-                    **k = Kept::Owned(gone.clone());
+            let gone_at = x.found_at_move;
+            let holds = |k: &Kept| matches!(k, Kept::InArchive(at) if *at == gone_at);
+            // The point moves to the last of those that hold it, a copy to the others.
+            let mut gone = Some(archive.remove(i));
+            for h in 0..kept.len() {
+                if holds(kept[h]) {
+                    let point = if kept[h + 1..].iter().any(|k| holds(k)) {
+                        gone.clone()
+                    } else {
+                        gone.take()
+                    };
+                    *kept[h] = Kept::Owned(point.expect("held by one"));
                 }
             }
         } else {

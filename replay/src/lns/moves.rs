@@ -29,8 +29,6 @@ pub(super) struct MoveScratch {
     tried: Vec<i64>,
     /// Starts tied on the primary objective.
     ties: Vec<i64>,
-    /// Blobs of the attempt, most specific first.
-    blobs: Vec<u32>,
 }
 
 /// Candidate starts of `j` in the current state (before feasibility adjustment), into `c`
@@ -45,7 +43,6 @@ fn candidate_starts(
     objective: Objective,
     rng: &mut ChaCha8Rng,
     c: &mut Vec<(i64, bool, bool)>,
-    blobs: &mut Vec<u32>,
 ) {
     let ju = j as usize;
     let d = g.duration[ju];
@@ -71,10 +68,7 @@ fn candidate_starts(
     }
     if objective == Objective::Cache {
         // Align with the other users of the most specific blobs.
-        blobs.clear();
-        blobs.extend_from_slice(&g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]]);
-        blobs.sort_by_key(|&b| (ctx.blob_users[b as usize].len(), b));
-        for &b in blobs.iter().take(3) {
+        for &b in ctx.align_blobs_of(j) {
             let list = st.blobs[b as usize].users();
             if list.is_empty() {
                 continue;
@@ -131,13 +125,8 @@ fn best_start(
     scratch: &mut MoveScratch,
 ) -> Option<i64> {
     let latest = ctx.deadline - g.duration[j as usize];
-    let MoveScratch {
-        cands,
-        tried,
-        ties,
-        blobs,
-    } = scratch;
-    candidate_starts(g, ctx, st, j, old, objective, rng, cands, blobs);
+    let MoveScratch { cands, tried, ties } = scratch;
+    candidate_starts(g, ctx, st, j, old, objective, rng, cands);
     // Clamp to [0, latest] (the searches clamp too) and merge the directions asked of
     // equal starts, so no search runs twice.
     for c in cands.iter_mut() {
@@ -250,6 +239,7 @@ pub(super) fn removal_set(
     set: &mut Vec<u32>,
     pool: &mut Vec<u32>,
 ) {
+    debug_assert!(st.life_current(), "an attempt is out");
     let n = g.len() as u64;
     // Small removals are likelier: 1 with probability 1/2, 2 with 1/4, ...
     let mut k = 1usize;

@@ -26,10 +26,17 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone)]
 pub(super) struct StartState {
     pub(super) starts: Vec<i64>,
-    /// Placed lifetimes, (start, end, attempt).
+    /// Placed lifetimes, (start, end, attempt). Between a move's removals and its last
+    /// reinsertion a removed attempt stays here where it was (read only when every
+    /// attempt is placed: see [`StartState::life_current`]), so one put back where it was
+    /// costs nothing here.
     pub(super) life: BTreeSet<(i64, i64, u32)>,
-    /// Placed (end, attempt).
+    /// Placed (end, attempt), kept like `life`.
     pub(super) by_end: BTreeSet<(i64, u32)>,
+    /// Per attempt, the start it has in `life` and `by_end` (`None`: not in them).
+    life_at: Vec<Option<i64>>,
+    /// Attempts removed and not placed again.
+    removed: usize,
     /// Per blob, its placed users' lifetimes and the gaps of their union.
     pub(super) blobs: Vec<BlobCover>,
     /// The placed requests' cover (per-bucket counts and the gaps of their union).
@@ -79,6 +86,8 @@ impl StartState {
             starts: vec![0; g.len()],
             life: BTreeSet::new(),
             by_end: BTreeSet::new(),
+            life_at: vec![None; g.len()],
+            removed: 0,
             blobs: if with_covers {
                 ctx.blob_dmax.iter().map(|&d| BlobCover::new(d)).collect()
             } else {
@@ -299,25 +308,41 @@ impl StartState {
         let ju = j as usize;
         let e = s + g.duration[ju];
         self.starts[ju] = s;
+        if !self.placed[ju] && self.life_at[ju].is_some() {
+            self.removed -= 1;
+        }
         self.placed[ju] = true;
-        self.life.insert((s, e, j));
-        self.by_end.insert((e, j));
+        if self.life_at[ju] != Some(s) {
+            if let Some(at) = self.life_at[ju] {
+                let end = at + g.duration[ju];
+                self.life.remove(&(at, end, j));
+                self.by_end.remove(&(end, j));
+            }
+            self.life.insert((s, e, j));
+            self.by_end.insert((e, j));
+            self.life_at[ju] = Some(s);
+        }
         if e > s {
             self.profile.insert(j, s, e, Self::use_of(g, j));
         }
     }
 
-    /// Take `j` (placed at `self.starts[j]`) out of the lifetime sets and the profile.
+    /// Take `j` (placed at `self.starts[j]`) out of the profile (the lifetime sets keep it
+    /// until it is placed again).
     pub(super) fn unplace_profile(&mut self, g: &GridInstance, j: u32) {
         let ju = j as usize;
         let s = self.starts[ju];
         let e = s + g.duration[ju];
         self.placed[ju] = false;
-        self.life.remove(&(s, e, j));
-        self.by_end.remove(&(e, j));
+        self.removed += 1;
         if e > s {
             self.profile.remove(j, s, e, Self::use_of(g, j));
         }
+    }
+
+    /// Whether `life` and `by_end` hold exactly the placed attempts (no attempt is out).
+    pub(super) fn life_current(&self) -> bool {
+        self.removed == 0
     }
 
     /// Place `j` at `s`, adding its uncovered byte-ns to the cache value (and its requests
@@ -579,6 +604,7 @@ impl StartState {
                 Some(next) => s = next,
             }
         }
+        debug_assert!(self.life_current(), "an attempt is out");
         let after = self.by_end.last().map_or(0, |p| p.0).max(s);
         (after <= latest).then_some(after)
     }
@@ -598,36 +624,28 @@ impl StartState {
         if latest < 0 {
             return None;
         }
-        let mut s = s.clamp(0, latest);
-        if forward {
-            // The same queries as below, in one pass.
-            return self.profile.forward_search(
-                s,
-                d,
-                Self::use_of(g, j),
-                Self::caps(g),
-                latest,
-                FEASIBLE_STEPS,
-            );
-        }
-        for _ in 0..FEASIBLE_STEPS {
-            match self.violation(g, j, s, false) {
-                None => return Some(s),
-                Some(next) => {
-                    s = next - d;
-                    if s < 0 || s > latest {
-                        return None;
-                    }
-                }
-            }
-        }
-        None
+        let s = s.clamp(0, latest);
+        let search = if forward {
+            StepProfile::forward_search
+        } else {
+            StepProfile::backward_search
+        };
+        search(
+            &self.profile,
+            s,
+            d,
+            Self::use_of(g, j),
+            Self::caps(g),
+            latest,
+            FEASIBLE_STEPS,
+        )
     }
 }
 
 impl StartState {
     /// Latest end of the placed attempts, ns.
     pub(super) fn makespan(&self) -> i64 {
+        debug_assert!(self.life_current(), "an attempt is out");
         self.by_end.last().map_or(0, |p| p.0)
     }
 
