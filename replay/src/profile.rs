@@ -295,10 +295,11 @@ impl StepProfile {
         self.backward_violation(s, e, &lim, None).map(|(t, _)| t)
     }
 
-    /// The backward [`StepProfile::violation`] for `[s, e)` (`s < e`) against `lim` (the caps less the attempt's use), with where it was found:
-    /// the place (bucket, index) of the first event at or after the returned time when that
-    /// time is a start event inside `(s, e)`, `None` when the value at `s` decided. `end`:
-    /// that place for `e`, when known.
+    /// The backward [`StepProfile::violation`] for `[s, e)` (`s < e`) against `lim` (the
+    /// caps less the attempt's use), with where it was found: the place (bucket, index) of
+    /// the first event at or after the returned time when that time is a start event inside
+    /// `(s, e)`, `None` when the value at `s` decided. `end`: that place for `e`, when
+    /// known (the next query of a backward search ends at the time this one returned).
     fn backward_violation(
         &self,
         s: i64,

@@ -17,6 +17,7 @@ pub struct LnsContext {
     /// id), most specific first, at `align_first[j]..align_first[j + 1]`: the blobs the
     /// cache chain's reinsertions align with.
     pub(super) align_blobs: Vec<u32>,
+    /// Where each attempt's run of `align_blobs` starts (one longer than the attempts).
     pub(super) align_first: Vec<usize>,
     /// Longest duration, ns.
     pub(super) dmax: i64,
