@@ -393,6 +393,107 @@ mod tests {
     }
 
     #[test]
+    fn gpu_queries_prepared_for_a_window_equal_those_prepared_for_all() {
+        let (g, fifo) = small_deepswe_fifo(40, 3, 6);
+        let ctx = LnsContext::new(&g, fifo.makespan);
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        // Queries whose answer differs from the cover's gaps alone (a ghost's exclusive
+        // part reaches them), ghosts left out of a window, and windows holding parts only
+        // ghosts cover: the test must reach all three (a window that drops the ghost
+        // requests reaching past its edges fails the parts' check).
+        let (mut ghost_mattered, mut left_out, mut parts_in_window) = (0, 0, 0);
+        for round in 0..200u64 {
+            let mut st = StartState::new(&g, &ctx, &fifo.starts);
+            // Neighbours in FIFO order overlap in time; others are anywhere.
+            let first = below(&mut rng, g.len() as u64 - 3) as u32;
+            let mut removed: Vec<u32> = if round % 2 == 0 {
+                vec![first, first + 1, first + 2]
+            } else {
+                (0..3)
+                    .map(|_| below(&mut rng, g.len() as u64) as u32)
+                    .collect()
+            };
+            removed.dedup();
+            for &j in &removed {
+                if st.placed[j as usize] {
+                    st.remove(&g, j);
+                }
+            }
+            let mut full = st.clone();
+            full.prepare_gpu_query(&g);
+            let j = removed[0];
+            let (old, d) = (fifo.starts[j as usize], g.duration[j as usize]);
+            for (lo, hi) in [
+                (old, old + d),
+                (old - d / 2, old + d),
+                (old + d / 3, old + 2 * d),
+            ] {
+                let mut windowed = st.clone();
+                windowed.prepare_gpu_query_within(&g, lo, hi);
+                // The parts only ghosts cover, inside the window, are those of the full
+                // preparation.
+                let clip = |parts: &[(i64, i64)]| -> Vec<(i64, i64)> {
+                    parts
+                        .iter()
+                        .map(|&(a, b)| (a.max(lo), b.min(hi)))
+                        .filter(|&(a, b)| a < b)
+                        .collect()
+                };
+                let want_parts = clip(&full.ghost_parts);
+                assert_eq!(
+                    clip(&windowed.ghost_parts),
+                    want_parts,
+                    "window [{lo}, {hi})"
+                );
+                parts_in_window += usize::from(!want_parts.is_empty());
+                left_out += usize::from(removed.iter().any(|&a| {
+                    let at = fifo.starts[a as usize];
+                    (g.request_first[a as usize]..g.request_first[a as usize + 1])
+                        .any(|k| at + g.request_start[k] >= hi || at + g.request_end[k] <= lo)
+                }));
+                for s in [lo, lo + (hi - lo - d).max(0) / 2, hi - d] {
+                    if s < lo || s + d > hi {
+                        continue;
+                    }
+                    let want = full.gpu_uncovered(&g, &ctx, j, s);
+                    assert_eq!(
+                        windowed.gpu_uncovered(&g, &ctx, j, s),
+                        want,
+                        "attempt {j} at {s}, window [{lo}, {hi})"
+                    );
+                    let gaps_only = full
+                        .cover
+                        .as_ref()
+                        .unwrap()
+                        .gaps()
+                        .overlapping(s, s + d)
+                        .iter()
+                        .map(|&(a, b)| {
+                            StartState::request_measure(
+                                &g,
+                                &ctx,
+                                j as usize,
+                                a.max(s) - s,
+                                b.min(s + d) - s,
+                            )
+                        })
+                        .sum::<i64>();
+                    ghost_mattered += usize::from(gaps_only != want);
+                }
+            }
+        }
+        assert!(
+            ghost_mattered > 20,
+            "{ghost_mattered} queries reached the ghosts"
+        );
+        assert!(left_out > 10, "{left_out} windows left a ghost request out");
+        assert!(
+            parts_in_window > 10,
+            "{parts_in_window} windows held parts only ghosts cover"
+        );
+    }
+
+    #[test]
     fn incremental_values_equal_a_full_recomputation_and_stay_feasible() {
         let (g, fifo) = small_deepswe_fifo(30, 4, 10);
         let mut scratch = Scratch::new();

@@ -199,8 +199,12 @@ fn best_start(
     }
     st.tie_breaks += 1;
     match objective {
-        // The GPU tie-break reads the request cover.
-        Objective::Cache => st.prepare_gpu_query(g),
+        // The GPU tie-break reads the request cover, inside the tied starts' windows only
+        // (`ties` ascends, as `tried`).
+        Objective::Cache => {
+            let d = g.duration[j as usize];
+            st.prepare_gpu_query_within(g, ties[0], ties[ties.len() - 1] + d);
+        }
         // The cache tie-break reads the blob covers, where removed attempts may still be
         // (read around them when nothing else is out of date).
         Objective::Gpu => {

@@ -54,8 +54,11 @@ pub(super) struct StartState {
     /// The parts of the cover only ghosts (removed attempts still in the cover) cover:
     /// gaps of the placed attempts' requests besides the cover's own gaps.
     pub(super) ghost_parts: Vec<(i64, i64)>,
-    /// Whether `ghost_parts` is current (see [`StartState::prepare_gpu_query`]).
+    /// Whether `ghost_parts` is current (see [`StartState::prepare_gpu_query`]), inside
+    /// `ghost_parts_window`.
     ghost_parts_current: bool,
+    /// Where `ghost_parts` is exact, `[lo, hi)` (the whole line after a full preparation).
+    ghost_parts_window: (i64, i64),
     /// The ghosts' request intervals (scratch of [`StartState::prepare_gpu_query`]).
     ghost_requests: Vec<(i64, i64)>,
     /// GPU union of the requests in the cover (that of the placed attempts after
@@ -107,6 +110,7 @@ impl StartState {
             is_stale: vec![false; g.len()],
             ghost_parts: Vec::new(),
             ghost_parts_current: true,
+            ghost_parts_window: (i64::MIN, i64::MAX),
             ghost_requests: Vec::new(),
             gpu_union: 0,
             lazy_blobs: false,
@@ -211,7 +215,12 @@ impl StartState {
     ) -> Option<i64> {
         let ju = j as usize;
         let e = s + g.duration[ju];
-        debug_assert!(self.ghost_parts_current, "prepare_gpu_query first");
+        debug_assert!(
+            self.ghost_parts_current
+                && self.ghost_parts_window.0 <= s
+                && e <= self.ghost_parts_window.1,
+            "prepare_gpu_query first, for a window holding [{s}, {e})"
+        );
         let cover = self.cover.as_ref().expect("covers");
         let ghost_parts = GapSet::overlapping_in(&self.ghost_parts, s, e);
         let mut unc = 0i64;
@@ -497,6 +506,7 @@ impl StartState {
         self.stale.clear();
         self.ghost_parts.clear();
         self.ghost_parts_current = true;
+        self.ghost_parts_window = (i64::MIN, i64::MAX);
     }
 
     /// Take the requests of `j` at start `s` out of the ghosts' parts.
@@ -530,18 +540,32 @@ impl StartState {
     /// attempts: moved attempts move in the cover, and the parts only the ghosts cover are
     /// found (they are gaps of the placed attempts' requests).
     pub(super) fn prepare_gpu_query(&mut self, g: &GridInstance) {
-        if self.ghost_parts_current {
+        self.prepare_gpu_query_within(g, i64::MIN, i64::MAX);
+    }
+
+    /// [`StartState::prepare_gpu_query`] for queries inside `[lo, hi)` only: the ghosts'
+    /// requests outside it are left out of the parts (they cannot cover anything in it).
+    pub(super) fn prepare_gpu_query_within(&mut self, g: &GridInstance, lo: i64, hi: i64) {
+        if self.ghost_parts_current
+            && self.ghost_parts_window.0 <= lo
+            && hi <= self.ghost_parts_window.1
+        {
             return;
         }
         self.sync_placed(g);
         // Every attempt still stale is a ghost: removed, its requests in the cover.
         let mut taken = std::mem::take(&mut self.ghost_requests);
         taken.clear();
+        let whole_line = (lo, hi) == (i64::MIN, i64::MAX);
         for &j in &self.stale {
             let ju = j as usize;
             let at = self.cover_at[ju].expect("a ghost is in the cover");
-            for k in g.request_first[ju]..g.request_first[ju + 1] {
-                taken.push((at + g.request_start[k], at + g.request_end[k]));
+            let requests = (g.request_first[ju]..g.request_first[ju + 1])
+                .map(|k| (at + g.request_start[k], at + g.request_end[k]));
+            if whole_line {
+                taken.extend(requests);
+            } else {
+                taken.extend(requests.filter(|&(x, y)| x < hi && y > lo));
             }
         }
         let ghosts = &self.stale;
@@ -572,6 +596,7 @@ impl StartState {
         );
         self.ghost_requests = taken;
         self.ghost_parts_current = true;
+        self.ghost_parts_window = (lo, hi);
     }
 
     /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
