@@ -127,6 +127,12 @@ impl Bucket {
     }
 }
 
+/// The most the others may use where an attempt using `u` runs: `caps` less `u`.
+#[inline]
+fn limit(u: Use, caps: Use) -> Use {
+    [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]]
+}
+
 #[inline]
 fn over(v: &Use, lim: &Use) -> bool {
     v[0] > lim[0] || v[1] > lim[1] || v[2] > lim[2]
@@ -274,7 +280,7 @@ impl StepProfile {
         if e <= s {
             return None;
         }
-        let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
+        let lim = limit(u, caps);
         let bs = self.bucket(s);
         if forward {
             if bs >= self.buckets.len() {
@@ -369,7 +375,7 @@ impl StepProfile {
         if d <= 0 {
             return (steps > 0).then_some(s);
         }
-        let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
+        let lim = limit(u, caps);
         let mut end = None;
         for _ in 0..steps {
             let Some((t, place)) = self.backward_violation(s, s + d, &lim, end) else {
@@ -405,7 +411,7 @@ impl StepProfile {
         if d <= 0 {
             return Some(s);
         }
-        let lim = [caps[0] - u[0], caps[1] - u[1], caps[2] - u[2]];
+        let lim = limit(u, caps);
         // Cursor: bucket `b`, index `i` of the first event later than `s`.
         let (mut b, mut i) = (usize::MAX, 0usize);
         for _ in 0..steps {

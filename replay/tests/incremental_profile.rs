@@ -45,6 +45,33 @@ fn oracle(placed: &[(i64, i64, Use)], s: i64, e: i64, u: Use, caps: Use, fwd: bo
     }
 }
 
+/// The feasible-start search as separate violation queries: from `s`, at most `steps`
+/// queries for `[s, s + d)`, each failing one moving `s` to the time it returns (forward)
+/// or to that time less `d` (backward, the window's end moves there); `Some(s)` at the
+/// first that fits, `None` when `s` leaves `[0, latest]` or the steps run out.
+#[allow(clippy::too_many_arguments)]
+fn iterated(
+    prof: &StepProfile,
+    mut s: i64,
+    d: i64,
+    u: Use,
+    caps: Use,
+    latest: i64,
+    steps: usize,
+    forward: bool,
+) -> Option<i64> {
+    for _ in 0..steps {
+        let Some(next) = prof.violation(s, s + d, u, caps, forward) else {
+            return Some(s);
+        };
+        s = if forward { next } else { next - d };
+        if s < 0 || s > latest {
+            return None;
+        }
+    }
+    None
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
     #[test]
@@ -76,50 +103,17 @@ proptest! {
                         "query ({}, {}) fwd {}", qs, qs + qd, fwd
                     );
                 }
-                // The one-pass forward search equals iterated forward queries.
+                // The one-pass searches equal iterated queries.
                 for steps in [1usize, 3, 8] {
                     let latest = 450;
-                    let mut t = qs;
-                    let mut want = None;
-                    for _ in 0..steps {
-                        match prof.violation(t, t + qd, u, caps, true) {
-                            None => {
-                                want = Some(t);
-                                break;
-                            }
-                            Some(next) => {
-                                t = next;
-                                if t > latest {
-                                    break;
-                                }
-                            }
-                        }
-                    }
                     prop_assert_eq!(
                         prof.forward_search(qs, qd, u, caps, latest, steps),
-                        want,
+                        iterated(&prof, qs, qd, u, caps, latest, steps, true),
                         "forward search from {} ({} steps)", qs, steps
                     );
-                    // The one-pass backward search equals iterated backward queries.
-                    let mut t = qs;
-                    let mut want = None;
-                    for _ in 0..steps {
-                        match prof.violation(t, t + qd, u, caps, false) {
-                            None => {
-                                want = Some(t);
-                                break;
-                            }
-                            Some(next) => {
-                                t = next - qd;
-                                if t < 0 || t > latest {
-                                    break;
-                                }
-                            }
-                        }
-                    }
                     prop_assert_eq!(
                         prof.backward_search(qs, qd, u, caps, latest, steps),
-                        want,
+                        iterated(&prof, qs, qd, u, caps, latest, steps, false),
                         "backward search from {} ({} steps)", qs, steps
                     );
                 }

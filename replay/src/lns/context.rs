@@ -4,7 +4,7 @@
 use crate::evaluate::GridInstance;
 
 /// How many of an attempt's blobs (the most specific) a cache-chain reinsertion aligns with.
-pub(super) const ALIGN_BLOBS: usize = 3;
+const ALIGN_BLOBS: usize = 3;
 
 /// Static structure shared by every chain of a workload.
 #[derive(Debug, Clone)]

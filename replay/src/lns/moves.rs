@@ -48,7 +48,9 @@ fn candidate_starts(
     let d = g.duration[ju];
     let latest = (ctx.deadline - d).max(0);
     c.clear();
+    // Clamped to [0, latest] as the searches clamp (`best_start` merges equal starts).
     let mut push = |t: i64, search: Search| {
+        let t = t.clamp(0, latest);
         let (f, b) = match search {
             Search::Both => (true, true),
             Search::Forward => (true, false),
@@ -127,11 +129,7 @@ fn best_start(
     let latest = ctx.deadline - g.duration[j as usize];
     let MoveScratch { cands, tried, ties } = scratch;
     candidate_starts(g, ctx, st, j, old, objective, rng, cands);
-    // Clamp to [0, latest] (the searches clamp too) and merge the directions asked of
-    // equal starts, so no search runs twice.
-    for c in cands.iter_mut() {
-        c.0 = c.0.clamp(0, latest.max(0));
-    }
+    // Merge the directions asked of equal starts, so no search runs twice.
     cands.sort_unstable_by_key(|c| c.0);
     cands.dedup_by(|c, kept| {
         let same = c.0 == kept.0;

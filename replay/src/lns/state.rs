@@ -556,6 +556,7 @@ impl StartState {
         // Every attempt still stale is a ghost: removed, its requests in the cover.
         let mut taken = std::mem::take(&mut self.ghost_requests);
         taken.clear();
+        // The whole line (the GPU chain's every preparation) needs no test per request.
         let whole_line = (lo, hi) == (i64::MIN, i64::MAX);
         for &j in &self.stale {
             let ju = j as usize;
