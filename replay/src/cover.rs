@@ -511,6 +511,8 @@ impl EdgePieces {
 #[derive(Debug, Clone, Default)]
 pub struct SortedChunks<T> {
     chunks: Vec<Vec<T>>,
+    /// The last element of each chunk (none is empty), searched without visiting them.
+    lasts: Vec<T>,
     len: usize,
 }
 
@@ -528,8 +530,10 @@ impl<T: Ord + Copy> SortedChunks<T> {
     /// From a sorted vector.
     pub fn from_sorted(v: &[T]) -> Self {
         debug_assert!(v.windows(2).all(|w| w[0] <= w[1]));
+        let chunks: Vec<Vec<T>> = v.chunks(CHUNK / 2).map(|c| c.to_vec()).collect();
         SortedChunks {
-            chunks: v.chunks(CHUNK / 2).map(|c| c.to_vec()).collect(),
+            lasts: chunks.iter().filter_map(|c| c.last().copied()).collect(),
+            chunks,
             len: v.len(),
         }
     }
@@ -547,8 +551,8 @@ impl<T: Ord + Copy> SortedChunks<T> {
     /// The chunk that holds (or would hold) `x`.
     #[inline]
     fn chunk_of(&self, x: &T) -> usize {
-        self.chunks
-            .partition_point(|c| c.last().is_some_and(|l| l < x))
+        self.lasts
+            .partition_point(|l| l < x)
             .min(self.chunks.len().saturating_sub(1))
     }
 
@@ -556,6 +560,7 @@ impl<T: Ord + Copy> SortedChunks<T> {
     pub fn insert(&mut self, x: T) {
         if self.chunks.is_empty() {
             self.chunks.push(vec![x]);
+            self.lasts.push(x);
             self.len = 1;
             return;
         }
@@ -565,8 +570,11 @@ impl<T: Ord + Copy> SortedChunks<T> {
         chunk.insert(pos, x);
         if chunk.len() > CHUNK {
             let tail = chunk.split_off(CHUNK / 2);
+            let tail_last = *tail.last().expect("a split keeps both halves");
             self.chunks.insert(c + 1, tail);
+            self.lasts.insert(c + 1, tail_last);
         }
+        self.lasts[c] = *self.chunks[c].last().expect("chunks are not empty");
         self.len += 1;
     }
 
@@ -586,9 +594,13 @@ impl<T: Ord + Copy> SortedChunks<T> {
         let pos = chunk.binary_search(x).ok()?;
         chunk.remove(pos);
         self.len -= 1;
-        if chunk.is_empty() {
-            self.chunks.remove(c);
-            return Some(Cursor { chunk: c, pos: 0 });
+        match chunk.last() {
+            Some(&last) => self.lasts[c] = last,
+            None => {
+                self.chunks.remove(c);
+                self.lasts.remove(c);
+                return Some(Cursor { chunk: c, pos: 0 });
+            }
         }
         Some(Cursor { chunk: c, pos })
     }
@@ -608,9 +620,7 @@ impl<T: Ord + Copy> SortedChunks<T> {
     /// smaller).
     #[inline]
     fn lower_bound(&self, key: &T) -> Cursor {
-        let chunk = self
-            .chunks
-            .partition_point(|ch| ch.last().is_some_and(|l| l < key));
+        let chunk = self.lasts.partition_point(|l| l < key);
         let pos = self
             .chunks
             .get(chunk)
@@ -752,6 +762,15 @@ impl BlobCover {
     /// The placed users' lifetimes, sorted by (start, end, attempt).
     pub fn users(&self) -> &SortedChunks<(i64, i64, u32)> {
         &self.users
+    }
+
+    /// The first start and the last end of the placed users (`None` when none is placed).
+    #[inline]
+    pub fn hull(&self) -> Option<(i64, i64)> {
+        let gaps = self.gaps.as_slice();
+        // The first gap ends at the first start, the last begins at the last end (every
+        // lifetime lies strictly inside the far ends).
+        (gaps.len() >= 2).then(|| (gaps[0].1, gaps[gaps.len() - 1].0))
     }
 
     /// Length of `[x, y)` no placed user covers.

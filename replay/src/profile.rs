@@ -358,18 +358,19 @@ impl StepProfile {
     }
 
     /// The backward feasible-start search of the start-time search, in one pass: from `s`
-    /// (in `[0, latest]`), at most `steps` backward [`StepProfile::violation`] queries (for
+    /// (`s >= earliest`), at most `steps` backward [`StepProfile::violation`] queries (for
     /// `[s, s + d)`), each failing one moving the window's end to the time it returns;
-    /// `Some(s)` at the first query that finds no violation, `None` when `s` leaves `[0,
-    /// latest]` or the steps run out. Exactly the result of those queries, but a query
-    /// that ends where the last found its violation starts its scan there.
+    /// `Some(s)` at the first query that finds no violation, `None` when `s` falls below
+    /// `earliest` or the steps run out. Exactly the result of those queries, but a query
+    /// that ends where the last found its violation starts its scan there. (Each failing
+    /// query moves `s` down, so `s` never rises above where it started.)
     pub fn backward_search(
         &self,
         mut s: i64,
         d: i64,
         u: Use,
         caps: Use,
-        latest: i64,
+        earliest: i64,
         steps: usize,
     ) -> Option<i64> {
         if d <= 0 {
@@ -383,7 +384,7 @@ impl StepProfile {
             };
             s = t - d;
             end = place;
-            if s < 0 || s > latest {
+            if s < earliest {
                 return None;
             }
         }
@@ -391,11 +392,11 @@ impl StepProfile {
     }
 
     /// The forward feasible-start search of the start-time search, in one pass: from `s`
-    /// (in `[0, latest]`), at most `steps` [`StepProfile::violation`] queries (forward, for
-    /// `[s, s + d)`), each failing one moving `s` to the time it returns; `Some(s)` at the
-    /// first query that finds no violation, `None` when `s` passes `latest` or the steps
-    /// run out. Exactly the result of those queries, but the scan position is carried from
-    /// one query to the next (each `s` is later than the last).
+    /// (`0 <= s <= latest`), at most `steps` [`StepProfile::violation`] queries (forward,
+    /// for `[s, s + d)`), each failing one moving `s` to the time it returns; `Some(s)` at
+    /// the first query that finds no violation, `None` when `s` passes `latest` or the
+    /// steps run out. Exactly the result of those queries, but the scan position is carried
+    /// from one query to the next (each `s` is later than the last).
     pub fn forward_search(
         &self,
         mut s: i64,
@@ -441,7 +442,7 @@ impl StepProfile {
                 }
             };
             s = next;
-            if s < 0 || s > latest {
+            if s > latest {
                 return None;
             }
         }

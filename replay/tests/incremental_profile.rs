@@ -48,7 +48,7 @@ fn oracle(placed: &[(i64, i64, Use)], s: i64, e: i64, u: Use, caps: Use, fwd: bo
 /// The feasible-start search as separate violation queries: from `s`, at most `steps`
 /// queries for `[s, s + d)`, each failing one moving `s` to the time it returns (forward)
 /// or to that time less `d` (backward, the window's end moves there); `Some(s)` at the
-/// first that fits, `None` when `s` leaves `[0, latest]` or the steps run out.
+/// first that fits, `None` when `s` leaves `[earliest, latest]` or the steps run out.
 #[allow(clippy::too_many_arguments)]
 fn iterated(
     prof: &StepProfile,
@@ -56,7 +56,7 @@ fn iterated(
     d: i64,
     u: Use,
     caps: Use,
-    latest: i64,
+    (earliest, latest): (i64, i64),
     steps: usize,
     forward: bool,
 ) -> Option<i64> {
@@ -65,7 +65,7 @@ fn iterated(
             return Some(s);
         };
         s = if forward { next } else { next - d };
-        if s < 0 || s > latest {
+        if s < earliest || s > latest {
             return None;
         }
     }
@@ -103,18 +103,30 @@ proptest! {
                         "query ({}, {}) fwd {}", qs, qs + qd, fwd
                     );
                 }
-                // The one-pass searches equal iterated queries.
+                // The one-pass searches equal iterated queries, on the whole line and
+                // bounded inside it (`None` once `s` leaves the bounds).
                 for steps in [1usize, 3, 8] {
                     let latest = 450;
                     prop_assert_eq!(
                         prof.forward_search(qs, qd, u, caps, latest, steps),
-                        iterated(&prof, qs, qd, u, caps, latest, steps, true),
+                        iterated(&prof, qs, qd, u, caps, (0, latest), steps, true),
                         "forward search from {} ({} steps)", qs, steps
                     );
                     prop_assert_eq!(
-                        prof.backward_search(qs, qd, u, caps, latest, steps),
-                        iterated(&prof, qs, qd, u, caps, latest, steps, false),
+                        prof.backward_search(qs, qd, u, caps, 0, steps),
+                        iterated(&prof, qs, qd, u, caps, (0, latest), steps, false),
                         "backward search from {} ({} steps)", qs, steps
+                    );
+                    let (earliest, near_latest) = (qs / 2, qs + qd);
+                    prop_assert_eq!(
+                        prof.forward_search(qs, qd, u, caps, near_latest, steps),
+                        iterated(&prof, qs, qd, u, caps, (0, near_latest), steps, true),
+                        "forward search from {} up to {} ({} steps)", qs, near_latest, steps
+                    );
+                    prop_assert_eq!(
+                        prof.backward_search(qs, qd, u, caps, earliest, steps),
+                        iterated(&prof, qs, qd, u, caps, (earliest, latest), steps, false),
+                        "backward search from {} down to {} ({} steps)", qs, earliest, steps
                     );
                 }
                 let mut v = [0i64; 3];

@@ -325,6 +325,150 @@ mod tests {
         (g, fifo)
     }
 
+    /// A tiny instance on a nanosecond scale (every start can be tried): `n` attempts of
+    /// 20-79 ns, at most 3 running, four blobs shared by all, by thirds, by pairs and by
+    /// none, and its FIFO schedule.
+    fn tiny_fifo(n: usize, seed: u64) -> (GridInstance, crate::evaluate::Evaluation) {
+        use crate::input::{AttemptInput, BlobInput, WorkloadInstance};
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let blobs = [40_000u64, 3_000, 700, 90]
+            .iter()
+            .enumerate()
+            .map(|(k, &bytes)| BlobInput {
+                digest: format!("sha256:{k}"),
+                compressed_bytes: bytes,
+            })
+            .collect();
+        let attempts = (0..n)
+            .map(|a| {
+                let d = 20 + below(&mut rng, 60) as i64;
+                let r0 = below(&mut rng, (d / 2) as u64) as i64;
+                let mut mine = vec![0u32, 1 + (a % 3 == 0) as u32];
+                if a % 2 == 0 {
+                    mine.push(2 + (a / 2 % 2) as u32);
+                }
+                mine.sort_unstable();
+                mine.dedup();
+                AttemptInput {
+                    attempt_id: format!("a{a}"),
+                    task_id: format!("t{}", a / 2),
+                    gen_start: a as f64,
+                    duration_s: d as f64 * 1e-9,
+                    requests: vec![(r0 as f64 * 1e-9, (r0 + d / 3) as f64 * 1e-9)],
+                    cores: 1.0,
+                    mem_gib: 1.0,
+                    blobs: mine,
+                }
+            })
+            .collect();
+        let caps = model::config::ReplayCaps {
+            concurrency: 3,
+            cpu_cores: 64.0,
+            ram_gib: 256.0,
+            gpus: 8,
+        };
+        let inst =
+            WorkloadInstance::new(model::WorkloadId::Deepswe, caps, attempts, blobs, None).unwrap();
+        let g = GridInstance::new(&inst);
+        let order: Vec<u32> = (0..g.len() as u32).collect();
+        let fifo = evaluate(&g, &Plan::from_order(&order), &mut Scratch::new()).unwrap();
+        (g, fifo)
+    }
+
+    /// Every attempt of six tiny instances taken out of its FIFO schedule (with room
+    /// after it), one at a time.
+    fn each_tiny_removal(mut check: impl FnMut(&GridInstance, &LnsContext, &StartState, u32)) {
+        for seed in 0..6u64 {
+            let (g, fifo) = tiny_fifo(14, seed);
+            let ctx = LnsContext::new(&g, fifo.makespan + 100);
+            for j in 0..g.len() as u32 {
+                let mut st = StartState::new(&g, &ctx, &fifo.starts);
+                st.remove(&g, j);
+                check(&g, &ctx, &st, j);
+            }
+        }
+    }
+
+    #[test]
+    fn cache_windows_hold_every_start_that_scores_within_the_bound() {
+        // Every start of a removed attempt, scored exactly, against the window its bound
+        // gives: a start scoring no more than the bound lies inside. The test must reach
+        // the windows' edges (a window one nanosecond narrower fails it) and windows that
+        // leave starts out.
+        let (mut at_edge, mut left_out) = (0, 0);
+        each_tiny_removal(|g, ctx, st, j| {
+            let latest = ctx.deadline - g.duration[j as usize];
+            let scores: Vec<u128> = (0..=latest)
+                .map(|s| st.cache_uncovered_within(g, j, s, u128::MAX).unwrap())
+                .collect();
+            let mut bounds = scores.clone();
+            bounds.push(0);
+            bounds.sort_unstable();
+            bounds.dedup();
+            for &bound in &bounds {
+                let (lo, hi) = st.cache_useful_starts(g, j, bound);
+                for (s, &score) in (0i64..).zip(&scores) {
+                    if score <= bound {
+                        assert!(
+                            lo <= s && s <= hi,
+                            "attempt {j} at {s} scores {score} <= {bound}, outside [{lo}, {hi}]"
+                        );
+                        at_edge += usize::from(s == lo || s == hi);
+                    } else {
+                        left_out += usize::from(s < lo || s > hi);
+                    }
+                }
+            }
+        });
+        assert!(at_edge > 50, "{at_edge} starts at a window's edge");
+        assert!(left_out > 1000, "{left_out} starts left out");
+    }
+
+    #[test]
+    fn searches_bounded_by_a_window_return_what_they_return_unbounded_inside_it() {
+        // From every start, both directions, against windows around the attempt's old
+        // start: a bounded search returns the unbounded one's start when that lies in the
+        // window, else nothing or that same start. The test must reach searches kept by a
+        // window whose near edge lies more than the steps times `d` away (a reach that
+        // leaves out the running lifetimes' `dmax` fails it).
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        let (mut moved, mut far_kept) = (0, 0);
+        each_tiny_removal(|g, ctx, st, j| {
+            let d = g.duration[j as usize];
+            let latest = ctx.deadline - d;
+            let old = st.starts[j as usize];
+            for _ in 0..4 {
+                let lo = old - below(&mut rng, 80) as i64;
+                let window = (lo, lo + below(&mut rng, 120) as i64);
+                for t in 0..=latest {
+                    for forward in [true, false] {
+                        let whole = st.feasible_start(g, ctx, j, t, forward, (i64::MIN, i64::MAX));
+                        let inside = whole.filter(|s| (window.0..=window.1).contains(s));
+                        let bounded = st.feasible_start(g, ctx, j, t, forward, window);
+                        // Outside the window it may still return the same start.
+                        assert!(
+                            bounded == inside || (inside.is_none() && bounded == whole),
+                            "attempt {j} from {t} (forward {forward}) in {window:?}: \
+                         {bounded:?}, unbounded {whole:?}"
+                        );
+                        moved += usize::from(whole.is_some_and(|s| s != t));
+                        // Kept though its window starts more than the steps times
+                        // `d` away: a reach without the running lifetimes' `dmax`
+                        // would drop it.
+                        let far = if forward { window.0 - t } else { t - window.1 };
+                        far_kept +=
+                            usize::from(inside.is_some() && far > (FEASIBLE_STEPS as i64 - 1) * d);
+                    }
+                }
+            }
+        });
+        assert!(moved > 1000, "{moved} searches moved their start");
+        assert!(
+            far_kept > 0,
+            "{far_kept} searches kept from beyond the steps times d"
+        );
+    }
+
     #[test]
     fn cache_queries_around_ghosts_equal_those_after_a_sync() {
         let (g, fifo) = small_deepswe_fifo(40, 3, 6);

@@ -115,6 +115,12 @@ pub(super) fn reinsert(
 }
 
 /// The best feasible start of `j` (removed) among its candidate starts.
+///
+/// For the cache objective the old start's candidate is searched first (most
+/// reinsertions keep it): its score bounds where another start can still tie or win
+/// ([`StartState::cache_useful_starts`]), so the other searches stop once they leave that
+/// window and those from outside it are not run. Every start dropped so scores worse than
+/// the old one, so the winner is the one an unpruned search picks.
 #[allow(clippy::too_many_arguments)]
 fn best_start(
     g: &GridInstance,
@@ -139,25 +145,35 @@ fn best_start(
         }
         same
     });
+    let old = old.clamp(0, latest.max(0));
+    let mut useful = (i64::MIN, i64::MAX);
+    if objective == Objective::Cache
+        && let Some(at) = cands.iter().position(|c| c.0 == old)
+    {
+        cands[..=at].rotate_right(1);
+    }
     tried.clear();
-    for &(t, f, b) in cands.iter() {
+    for (k, &(t, f, b)) in cands.iter().enumerate() {
         if f && b && (t <= 0 || t >= latest) {
             // From 0 a backward search can only return 0, from `latest` a forward one only
             // `latest`: both directions check `t` first, so one search answers for both.
-            if let Some(s) = st.feasible_start(g, ctx, j, t, t <= 0) {
+            if let Some(s) = st.feasible_start(g, ctx, j, t, t <= 0, useful) {
                 tried.push(s);
             }
-            continue;
-        }
-        // Forward first: when `t` itself fits, the backward search would return it too.
-        if f && let Some(s) = st.feasible_start(g, ctx, j, t, true) {
-            tried.push(s);
-            if s == t {
-                continue;
+        } else {
+            // Forward first: when `t` itself fits, the backward search would return it too.
+            let forward = f
+                .then(|| st.feasible_start(g, ctx, j, t, true, useful))
+                .flatten();
+            tried.extend(forward);
+            if b && forward != Some(t) {
+                tried.extend(st.feasible_start(g, ctx, j, t, false, useful));
             }
         }
-        if b && let Some(s) = st.feasible_start(g, ctx, j, t, false) {
-            tried.push(s);
+        // The old start fits: the window where another can score no worse.
+        if k == 0 && objective == Objective::Cache && tried.first() == Some(&old) {
+            let p = st.cache_uncovered_within(g, j, old, u128::MAX);
+            useful = st.cache_useful_starts(g, j, p.unwrap_or(u128::MAX));
         }
     }
     tried.sort_unstable();

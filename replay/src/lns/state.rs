@@ -636,7 +636,10 @@ impl StartState {
     }
 
     /// Earliest feasible start `>= s` (forward) or latest `<= s` (backward) within
-    /// `[0, D - d]`, if one is found within a bounded number of steps.
+    /// `[0, D - d]`, if one is found within a bounded number of steps. `useful`: the
+    /// caller has no use for a start outside it, so the search stops (`None`) once its
+    /// start leaves it (a forward search's start only rises, a backward one's only falls).
+    #[inline]
     pub(super) fn feasible_start(
         &self,
         g: &GridInstance,
@@ -644,6 +647,7 @@ impl StartState {
         j: u32,
         s: i64,
         forward: bool,
+        useful: (i64, i64),
     ) -> Option<i64> {
         let d = g.duration[j as usize];
         let latest = ctx.deadline - d;
@@ -651,20 +655,56 @@ impl StartState {
             return None;
         }
         let s = s.clamp(0, latest);
-        let search = if forward {
-            StepProfile::forward_search
+        let (u, caps) = (Self::use_of(g, j), Self::caps(g));
+        // How far the starts a search can return lie from its first: a failing query moves
+        // the start by less than `d + dmax` (to an end of a lifetime running inside the
+        // window, or back to a start of one less `d`), and the last query that can return
+        // a start is the one after `FEASIBLE_STEPS - 1` moves.
+        let reach = (FEASIBLE_STEPS as i64 - 1) * (d + ctx.dmax);
+        if forward {
+            let last = latest.min(useful.1);
+            (s <= last && s + reach >= useful.0).then(|| {
+                self.profile
+                    .forward_search(s, d, u, caps, last, FEASIBLE_STEPS)
+            })?
         } else {
-            StepProfile::backward_search
-        };
-        search(
-            &self.profile,
-            s,
-            d,
-            Self::use_of(g, j),
-            Self::caps(g),
-            latest,
-            FEASIBLE_STEPS,
-        )
+            let first = useful.0.max(0);
+            (s >= first && s - reach <= useful.1).then(|| {
+                self.profile
+                    .backward_search(s, d, u, caps, first, FEASIBLE_STEPS)
+            })?
+        }
+    }
+
+    /// Where a start of `j` can have cache byte-ns at most `bound` (a superset): for each
+    /// of its blobs `b` (with `bytes_b` bytes), the uncovered part of the lifetime there is
+    /// at most `c = bound / bytes_b`, so at least `d - c` of the lifetime lies between the
+    /// first start and the last end of `b`'s placed users `[L, R]`; hence the start lies in
+    /// `[L - c, R - d + c]`. Empty (`lo > hi`) when a blob no one else uses costs more than
+    /// `bound` alone. (Narrowing it to the stretches that can hold a whole lifetime when
+    /// `c` is 0 cost more than it saved: docs/BENCHMARKS.md, tenth pass.)
+    pub(super) fn cache_useful_starts(&self, g: &GridInstance, j: u32, bound: u128) -> (i64, i64) {
+        debug_assert!(self.blobs_current(), "sync_blobs first");
+        let ju = j as usize;
+        let d = g.duration[ju];
+        let (mut lo, mut hi) = (i64::MIN, i64::MAX);
+        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
+            let bytes = u128::from(g.blob_bytes[b as usize]);
+            // Uncovered ns this blob may leave; past `d` it bounds nothing.
+            let c = match bound.checked_div(bytes) {
+                Some(c) if c < d as u128 => c as i64,
+                _ => continue,
+            };
+            match self.blobs[b as usize].hull() {
+                Some((first, last)) => {
+                    lo = lo.max(first - c);
+                    hi = hi.min(last - d + c);
+                }
+                // No placed user: all `d` uncovered, more than `c`.
+                None => return (1, 0),
+            }
+        }
+        (lo, hi)
     }
 }
 
