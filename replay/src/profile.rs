@@ -144,6 +144,8 @@ fn over(v: &Use, lim: &Use) -> bool {
 pub struct StepProfile {
     shift: u32,
     buckets: Vec<Bucket>,
+    /// The longest lifetime ever placed (bounds a search's moves).
+    longest: i64,
 }
 
 impl StepProfile {
@@ -154,6 +156,7 @@ impl StepProfile {
         StepProfile {
             shift,
             buckets: Vec::new(),
+            longest: 0,
         }
     }
 
@@ -170,6 +173,7 @@ impl StepProfile {
     }
 
     fn add(&mut self, j: u32, s: i64, e: i64, u: Use, sign: i64) {
+        self.longest = self.longest.max(e - s);
         let (bs, be) = (self.bucket(s), self.bucket(e));
         self.grow(be);
         let start = Event {
@@ -357,20 +361,43 @@ impl StepProfile {
         None
     }
 
-    /// The backward feasible-start search of the start-time search, in one pass: from `s`
-    /// (`s >= earliest`), at most `steps` backward [`StepProfile::violation`] queries (for
-    /// `[s, s + d)`), each failing one moving the window's end to the time it returns;
-    /// `Some(s)` at the first query that finds no violation, `None` when `s` falls below
-    /// `earliest` or the steps run out. Exactly the result of those queries, but a query
-    /// that ends where the last found its violation starts its scan there. (Each failing
-    /// query moves `s` down, so `s` never rises above where it started.)
+    /// Whether a search with `left` queries to run after the one at `s` can still return a
+    /// start in `useful` (`forward`: its starts rise; else they fall). A failing query
+    /// moves the start by less than `d` plus the longest placed lifetime (to an end of a
+    /// lifetime running inside the window, or to a start of one less `d`), so the starts
+    /// it can still return lie within `left` such moves of `s`.
+    #[inline]
+    fn can_still_return(
+        &self,
+        s: i64,
+        d: i64,
+        left: usize,
+        (lo, hi): (i64, i64),
+        forward: bool,
+    ) -> bool {
+        let reach = || (left as i64).saturating_mul(d + self.longest);
+        if forward {
+            s <= hi && (s >= lo || s.saturating_add(reach()) >= lo)
+        } else {
+            s >= lo && (s <= hi || s.saturating_sub(reach()) <= hi)
+        }
+    }
+
+    /// The backward feasible-start search of the start-time search, in one pass: from `s`,
+    /// at most `steps` backward [`StepProfile::violation`] queries (for `[s, s + d)`), each
+    /// failing one moving the window's end to the time it returns; `Some(s)` at the first
+    /// query that finds no violation, `None` when the steps run out. Exactly the result of
+    /// those queries, but a query that ends where the last found its violation starts its
+    /// scan there. `useful`: the starts the caller can use; the search returns `None` as
+    /// soon as it can no longer return one of them (it may still return a start outside,
+    /// found by the query it was running).
     pub fn backward_search(
         &self,
         mut s: i64,
         d: i64,
         u: Use,
         caps: Use,
-        earliest: i64,
+        useful: (i64, i64),
         steps: usize,
     ) -> Option<i64> {
         if d <= 0 {
@@ -378,32 +405,32 @@ impl StepProfile {
         }
         let lim = limit(u, caps);
         let mut end = None;
-        for _ in 0..steps {
+        for k in 0..steps {
+            if !self.can_still_return(s, d, steps - 1 - k, useful, false) {
+                return None;
+            }
             let Some((t, place)) = self.backward_violation(s, s + d, &lim, end) else {
                 return Some(s);
             };
             s = t - d;
             end = place;
-            if s < earliest {
-                return None;
-            }
         }
         None
     }
 
-    /// The forward feasible-start search of the start-time search, in one pass: from `s`
-    /// (`0 <= s <= latest`), at most `steps` [`StepProfile::violation`] queries (forward,
-    /// for `[s, s + d)`), each failing one moving `s` to the time it returns; `Some(s)` at
-    /// the first query that finds no violation, `None` when `s` passes `latest` or the
-    /// steps run out. Exactly the result of those queries, but the scan position is carried
-    /// from one query to the next (each `s` is later than the last).
+    /// The forward feasible-start search of the start-time search, in one pass: from `s`,
+    /// at most `steps` [`StepProfile::violation`] queries (forward, for `[s, s + d)`), each
+    /// failing one moving `s` to the time it returns; `Some(s)` at the first query that
+    /// finds no violation, `None` when the steps run out. Exactly the result of those
+    /// queries, but the scan position is carried from one query to the next (each `s` is
+    /// later than the last). `useful` as for [`StepProfile::backward_search`].
     pub fn forward_search(
         &self,
         mut s: i64,
         d: i64,
         u: Use,
         caps: Use,
-        latest: i64,
+        useful: (i64, i64),
         steps: usize,
     ) -> Option<i64> {
         if steps == 0 {
@@ -415,7 +442,10 @@ impl StepProfile {
         let lim = limit(u, caps);
         // Cursor: bucket `b`, index `i` of the first event later than `s`.
         let (mut b, mut i) = (usize::MAX, 0usize);
-        for _ in 0..steps {
+        for k in 0..steps {
+            if !self.can_still_return(s, d, steps - 1 - k, useful, true) {
+                return None;
+            }
             let e = s + d;
             // Move the cursor to s.
             let bs = self.bucket(s);
@@ -432,7 +462,7 @@ impl StepProfile {
                 }
                 None => [0, 0, 0],
             };
-            let next = if over(&v, &lim) {
+            s = if over(&v, &lim) {
                 self.min_end_from(s, b, i).unwrap_or(e)
             } else {
                 // The first start event in (s, e) after which the value is over.
@@ -441,10 +471,6 @@ impl StepProfile {
                     Some((t, fb, fi)) => self.min_end_from(t, fb, fi).unwrap_or(e),
                 }
             };
-            s = next;
-            if s > latest {
-                return None;
-            }
         }
         None
     }

@@ -48,15 +48,13 @@ fn oracle(placed: &[(i64, i64, Use)], s: i64, e: i64, u: Use, caps: Use, fwd: bo
 /// The feasible-start search as separate violation queries: from `s`, at most `steps`
 /// queries for `[s, s + d)`, each failing one moving `s` to the time it returns (forward)
 /// or to that time less `d` (backward, the window's end moves there); `Some(s)` at the
-/// first that fits, `None` when `s` leaves `[earliest, latest]` or the steps run out.
-#[allow(clippy::too_many_arguments)]
+/// first that fits, `None` when the steps run out.
 fn iterated(
     prof: &StepProfile,
     mut s: i64,
     d: i64,
     u: Use,
     caps: Use,
-    (earliest, latest): (i64, i64),
     steps: usize,
     forward: bool,
 ) -> Option<i64> {
@@ -65,9 +63,6 @@ fn iterated(
             return Some(s);
         };
         s = if forward { next } else { next - d };
-        if s < earliest || s > latest {
-            return None;
-        }
     }
     None
 }
@@ -103,31 +98,39 @@ proptest! {
                         "query ({}, {}) fwd {}", qs, qs + qd, fwd
                     );
                 }
-                // The one-pass searches equal iterated queries, on the whole line and
-                // bounded inside it (`None` once `s` leaves the bounds).
+                // The one-pass searches equal iterated queries; bounded to the starts of
+                // use, they return the same start when it is of use, else it or nothing.
                 for steps in [1usize, 3, 8] {
-                    let latest = 450;
-                    prop_assert_eq!(
-                        prof.forward_search(qs, qd, u, caps, latest, steps),
-                        iterated(&prof, qs, qd, u, caps, (0, latest), steps, true),
-                        "forward search from {} ({} steps)", qs, steps
-                    );
-                    prop_assert_eq!(
-                        prof.backward_search(qs, qd, u, caps, 0, steps),
-                        iterated(&prof, qs, qd, u, caps, (0, latest), steps, false),
-                        "backward search from {} ({} steps)", qs, steps
-                    );
-                    let (earliest, near_latest) = (qs / 2, qs + qd);
-                    prop_assert_eq!(
-                        prof.forward_search(qs, qd, u, caps, near_latest, steps),
-                        iterated(&prof, qs, qd, u, caps, (0, near_latest), steps, true),
-                        "forward search from {} up to {} ({} steps)", qs, near_latest, steps
-                    );
-                    prop_assert_eq!(
-                        prof.backward_search(qs, qd, u, caps, earliest, steps),
-                        iterated(&prof, qs, qd, u, caps, (earliest, latest), steps, false),
-                        "backward search from {} down to {} ({} steps)", qs, earliest, steps
-                    );
+                    for forward in [true, false] {
+                        let whole = iterated(&prof, qs, qd, u, caps, steps, forward);
+                        let search = |useful| {
+                            if forward {
+                                prof.forward_search(qs, qd, u, caps, useful, steps)
+                            } else {
+                                prof.backward_search(qs, qd, u, caps, useful, steps)
+                            }
+                        };
+                        prop_assert_eq!(
+                            search((i64::MIN, i64::MAX)),
+                            whole,
+                            "search from {} ({} steps, forward {})", qs, steps, forward
+                        );
+                        for useful in [
+                            (0, 450),
+                            (qs / 2, qs + qd),
+                            (qs + 2 * qd, qs + 4 * qd),
+                            (qs - 4 * qd, qs - 2 * qd),
+                            (qs + 3 * qd, qs + 3 * qd),
+                        ] {
+                            let got = search(useful);
+                            let of_use = whole.is_some_and(|x| useful.0 <= x && x <= useful.1);
+                            prop_assert!(
+                                got == whole || (!of_use && got.is_none()),
+                                "search from {} ({} steps, forward {}) for {:?}: {:?}, unbounded {:?}",
+                                qs, steps, forward, useful, got, whole
+                            );
+                        }
+                    }
                 }
                 let mut v = [0i64; 3];
                 for &(a, b, w) in &plain {

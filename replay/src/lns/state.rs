@@ -637,8 +637,8 @@ impl StartState {
 
     /// Earliest feasible start `>= s` (forward) or latest `<= s` (backward) within
     /// `[0, D - d]`, if one is found within a bounded number of steps. `useful`: the
-    /// caller has no use for a start outside it, so the search stops (`None`) once its
-    /// start leaves it (a forward search's start only rises, a backward one's only falls).
+    /// caller has no use for a start outside it, so the search stops (`None`) once it can
+    /// no longer return one inside (it may still return the start outside it found).
     #[inline]
     pub(super) fn feasible_start(
         &self,
@@ -656,23 +656,13 @@ impl StartState {
         }
         let s = s.clamp(0, latest);
         let (u, caps) = (Self::use_of(g, j), Self::caps(g));
-        // How far the starts a search can return lie from its first: a failing query moves
-        // the start by less than `d + dmax` (to an end of a lifetime running inside the
-        // window, or back to a start of one less `d`), and the last query that can return
-        // a start is the one after `FEASIBLE_STEPS - 1` moves.
-        let reach = (FEASIBLE_STEPS as i64 - 1) * (d + ctx.dmax);
+        let useful = (useful.0.max(0), useful.1.min(latest));
         if forward {
-            let last = latest.min(useful.1);
-            (s <= last && s + reach >= useful.0).then(|| {
-                self.profile
-                    .forward_search(s, d, u, caps, last, FEASIBLE_STEPS)
-            })?
+            self.profile
+                .forward_search(s, d, u, caps, useful, FEASIBLE_STEPS)
         } else {
-            let first = useful.0.max(0);
-            (s >= first && s - reach <= useful.1).then(|| {
-                self.profile
-                    .backward_search(s, d, u, caps, first, FEASIBLE_STEPS)
-            })?
+            self.profile
+                .backward_search(s, d, u, caps, useful, FEASIBLE_STEPS)
         }
     }
 
