@@ -325,6 +325,39 @@ mod tests {
         (g, fifo)
     }
 
+    #[test]
+    fn blobs_with_the_same_users_share_a_group_of_their_summed_bytes() {
+        // The deepswe shape's two base layers are used by every attempt: one group.
+        let (g, fifo) = small_deepswe_fifo(40, 3, 6);
+        let ctx = LnsContext::new(&g, fifo.makespan);
+        let groups = &ctx.groups;
+        let n_blobs = g.blob_bytes.len();
+        for a in 0..n_blobs {
+            for b in 0..n_blobs {
+                assert_eq!(
+                    groups.blob_group[a] == groups.blob_group[b],
+                    ctx.blob_users[a] == ctx.blob_users[b],
+                    "blobs {a} and {b}"
+                );
+            }
+        }
+        assert!(groups.group_bytes.len() < n_blobs, "no group was merged");
+        for j in 0..g.len() {
+            let mine = &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]];
+            let of = groups.of(j as u32);
+            let want: u128 = mine
+                .iter()
+                .map(|&b| u128::from(g.blob_bytes[b as usize]))
+                .sum();
+            let got: u128 = of.iter().map(|&k| groups.group_bytes[k as usize]).sum();
+            assert_eq!(got, want, "attempt {j}");
+            let mut once = of.to_vec();
+            once.sort_unstable();
+            once.dedup();
+            assert_eq!(once.len(), of.len(), "attempt {j} lists a group twice");
+        }
+    }
+
     /// A tiny instance on a nanosecond scale (every start can be tried): `n` attempts of
     /// 20-79 ns, at most 3 running, four blobs shared by all, by thirds, by pairs and by
     /// none, and its FIFO schedule.
@@ -519,11 +552,13 @@ mod tests {
                         "attempt {j} at {s}"
                     );
                     let ju = j as usize;
-                    let gaps_only: u128 = g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]]
+                    let gaps_only: u128 = ctx
+                        .groups
+                        .of(j)
                         .iter()
-                        .map(|&b| {
-                            let unc = st.blobs[b as usize].uncovered(s, s + g.duration[ju]);
-                            u128::from(g.blob_bytes[b as usize]) * unc as u128
+                        .map(|&k| {
+                            let unc = st.blobs[k as usize].uncovered(s, s + g.duration[ju]);
+                            ctx.groups.group_bytes[k as usize] * unc as u128
                         })
                         .sum();
                     ghost_mattered += usize::from(gaps_only != want);

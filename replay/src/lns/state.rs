@@ -14,13 +14,14 @@
 //! tie-break reads the covers around those ghosts
 //! ([`StartState::cache_uncovered_around_ghosts`]).
 
-use super::context::LnsContext;
+use super::context::{BlobGroups, LnsContext};
 use super::moves::MoveScratch;
 use super::{ChainPoint, FEASIBLE_STEPS};
 use crate::cover::{BlobCover, GapSet, RequestCover};
 use crate::evaluate::{GridInstance, Scratch, evaluate_starts};
 use crate::profile::{StepProfile, Use};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// The chain's state: starts plus indexes of the placed attempts, all kept between moves.
 #[derive(Debug, Clone)]
@@ -37,8 +38,10 @@ pub(super) struct StartState {
     life_at: Vec<Option<i64>>,
     /// Attempts removed and not placed again.
     removed: usize,
-    /// Per blob, its placed users' lifetimes and the gaps of their union.
+    /// Per blob group (`groups`), its placed users' lifetimes and the gaps of their union.
     pub(super) blobs: Vec<BlobCover>,
+    /// The workload's blob groups (shared with the context).
+    groups: Arc<BlobGroups>,
     /// The placed requests' cover (per-bucket counts and the gaps of their union).
     pub(super) cover: Option<RequestCover>,
     /// Running count, cores and memory over time.
@@ -91,8 +94,13 @@ impl StartState {
             by_end: BTreeSet::new(),
             life_at: vec![None; g.len()],
             removed: 0,
+            groups: Arc::clone(&ctx.groups),
             blobs: if with_covers {
-                ctx.blob_dmax.iter().map(|&d| BlobCover::new(d)).collect()
+                ctx.groups
+                    .group_dmax
+                    .iter()
+                    .map(|&d| BlobCover::new(d))
+                    .collect()
             } else {
                 Vec::new()
             },
@@ -126,14 +134,14 @@ impl StartState {
     /// (equal, exactly, to inserting the attempts one by one).
     pub(super) fn new(g: &GridInstance, ctx: &LnsContext, starts: &[i64]) -> Self {
         let mut st = StartState::empty(g, ctx, true);
-        let mut lives: Vec<Vec<(i64, i64, u32)>> = vec![Vec::new(); g.blob_bytes.len()];
+        let mut lives: Vec<Vec<(i64, i64, u32)>> = vec![Vec::new(); ctx.groups.group_bytes.len()];
         let mut intervals: Vec<(i64, i64)> = Vec::with_capacity(g.request_count());
         for (j, &s) in starts.iter().enumerate() {
             let j32 = j as u32;
             st.place_profile(g, j32, s);
             let e = s + g.duration[j];
-            for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
-                lives[b as usize].push((s, e, j32));
+            for &k in ctx.groups.of(j32) {
+                lives[k as usize].push((s, e, j32));
             }
             st.cover_at[j] = Some(s);
             st.blob_at[j] = Some(s);
@@ -150,7 +158,7 @@ impl StartState {
             .rebuild_gaps(&mut intervals);
         st.blobs = lives
             .into_iter()
-            .zip(&ctx.blob_dmax)
+            .zip(&ctx.groups.group_dmax)
             .map(|(l, &d)| BlobCover::from_lifetimes(l, d))
             .collect();
         let exact = evaluate_starts(g, starts, &mut Scratch::new());
@@ -252,9 +260,9 @@ impl StartState {
         debug_assert!(self.blobs_current(), "sync_blobs first");
         let (x, y) = (s, s + g.duration[ju]);
         let mut total = 0u128;
-        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let unc = self.blobs[b as usize].uncovered(x, y);
-            total += u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        for &k in self.groups.of(j) {
+            let unc = self.blobs[k as usize].uncovered(x, y);
+            total += self.groups.group_bytes[k as usize] * unc as u128;
             if total > bound {
                 return None;
             }
@@ -300,14 +308,14 @@ impl StartState {
                     .is_some_and(|at| at < y && at + g.duration[a as usize] > x)
         });
         let mut total = 0u128;
-        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let cover = &self.blobs[b as usize];
+        for &k in self.groups.of(j) {
+            let cover = &self.blobs[k as usize];
             let unc = if ghost_near {
                 cover.uncovered_without(x, y, is_ghost)
             } else {
                 cover.uncovered(x, y)
             };
-            total += u128::from(g.blob_bytes[b as usize]) * unc as u128;
+            total += self.groups.group_bytes[k as usize] * unc as u128;
         }
         total
     }
@@ -374,7 +382,7 @@ impl StartState {
             }
             return;
         }
-        self.blob_insert(g, j, s, e);
+        self.blob_insert(j, s, e);
     }
 
     /// Note that the blob covers no longer hold `j` where it is placed (once per sync).
@@ -384,11 +392,11 @@ impl StartState {
         }
     }
 
-    fn blob_insert(&mut self, g: &GridInstance, j: u32, s: i64, e: i64) {
+    fn blob_insert(&mut self, j: u32, s: i64, e: i64) {
         let ju = j as usize;
-        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let unc = self.blobs[b as usize].insert(s, e, j);
-            self.cache_byte_ns += u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        for &k in self.groups.of(j) {
+            let unc = self.blobs[k as usize].insert(s, e, j);
+            self.cache_byte_ns += self.groups.group_bytes[k as usize] * unc as u128;
         }
         self.blob_at[ju] = Some(s);
     }
@@ -396,9 +404,9 @@ impl StartState {
     fn blob_remove(&mut self, g: &GridInstance, j: u32, s: i64) {
         let ju = j as usize;
         let e = s + g.duration[ju];
-        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let unc = self.blobs[b as usize].remove(s, e, j);
-            self.cache_byte_ns -= u128::from(g.blob_bytes[b as usize]) * unc as u128;
+        for &k in self.groups.of(j) {
+            let unc = self.blobs[k as usize].remove(s, e, j);
+            self.cache_byte_ns -= self.groups.group_bytes[k as usize] * unc as u128;
         }
         self.blob_at[ju] = None;
     }
@@ -418,7 +426,7 @@ impl StartState {
                 self.blob_remove(g, j, at);
             }
             if let Some(s) = want {
-                self.blob_insert(g, j, s, s + g.duration[ju]);
+                self.blob_insert(j, s, s + g.duration[ju]);
             }
         }
         self.blob_stale = stale;
@@ -678,14 +686,14 @@ impl StartState {
         let ju = j as usize;
         let d = g.duration[ju];
         let (mut lo, mut hi) = (i64::MIN, i64::MAX);
-        for &b in &g.blob_ids[g.blob_first[ju]..g.blob_first[ju + 1]] {
-            let bytes = u128::from(g.blob_bytes[b as usize]);
+        for &k in self.groups.of(j) {
+            let bytes = self.groups.group_bytes[k as usize];
             // Uncovered ns this blob may leave; past `d` it bounds nothing.
             let c = match bound.checked_div(bytes) {
                 Some(c) if c < d as u128 => c as i64,
                 _ => continue,
             };
-            match self.blobs[b as usize].hull() {
+            match self.blobs[k as usize].hull() {
                 Some((first, last)) => {
                     lo = lo.max(first - c);
                     hi = hi.min(last - d + c);
