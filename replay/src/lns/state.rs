@@ -569,13 +569,19 @@ impl StartState {
         for &j in &self.stale {
             let ju = j as usize;
             let at = self.cover_at[ju].expect("a ghost is in the cover");
-            let requests = (g.request_first[ju]..g.request_first[ju + 1])
-                .map(|k| (at + g.request_start[k], at + g.request_end[k]));
-            if whole_line {
-                taken.extend(requests);
+            let (first, last) = (g.request_first[ju], g.request_first[ju + 1]);
+            // Those inside the window: an attempt's requests are sorted and disjoint, so
+            // their ends ascend too.
+            let (from, to) = if whole_line {
+                (first, last)
             } else {
-                taken.extend(requests.filter(|&(x, y)| x < hi && y > lo));
-            }
+                let from = first + g.request_end[first..last].partition_point(|&y| at + y <= lo);
+                (
+                    from,
+                    from + g.request_start[from..last].partition_point(|&x| at + x < hi),
+                )
+            };
+            taken.extend((from..to).map(|k| (at + g.request_start[k], at + g.request_end[k])));
         }
         let ghosts = &self.stale;
         // Ghosts whose lifetimes (in the cover) do not overlap have disjoint requests
