@@ -123,6 +123,9 @@ impl GapSet {
 pub struct RequestCover {
     shift: u32,
     full: Vec<u32>,
+    /// Per bucket, a bit set while at most one placed request covers it whole (`full` at
+    /// most 1: the buckets [`RequestCover::exclusive_parts`] cannot skip), 64 to a word.
+    thin: Vec<u64>,
     /// Per bucket, the ids of the requests with a partial piece there (the first
     /// [`LINE_IDS`]; the rest in `spill`).
     lines: Vec<IdLine>,
@@ -152,6 +155,7 @@ impl RequestCover {
         RequestCover {
             shift,
             full: vec![0; n_buckets],
+            thin: vec![u64::MAX; n_buckets.div_ceil(64)],
             lines: vec![IdLine::default(); n_buckets],
             spill: vec![Vec::new(); n_buckets],
             placed: vec![(0, 0); n_ids],
@@ -227,21 +231,47 @@ impl RequestCover {
             return;
         };
         if p.first_whole {
-            self.full[p.first] += 1;
+            self.add_whole(p.first);
         } else {
             self.push_id(p.first, id);
         }
         if p.first == p.last {
             return;
         }
-        for c in &mut self.full[p.first + 1..p.last] {
-            *c += 1;
+        for b in p.first + 1..p.last {
+            self.add_whole(b);
         }
         if p.last_whole {
-            self.full[p.last] += 1;
+            self.add_whole(p.last);
         } else {
             self.push_id(p.last, id);
         }
+    }
+
+    /// One more request covers bucket `b` whole.
+    #[inline]
+    fn add_whole(&mut self, b: usize) {
+        self.full[b] += 1;
+        if self.full[b] == 2 {
+            self.thin[b / 64] &= !(1u64 << (b % 64));
+        }
+    }
+
+    /// Whether two or more placed requests cover every bucket of `first..=last` whole.
+    #[inline]
+    fn all_thick(&self, first: usize, last: usize) -> bool {
+        let (wf, wl) = (first / 64, last / 64);
+        let head = u64::MAX << (first % 64);
+        let tail = u64::MAX >> (63 - last % 64);
+        let thick = if wf == wl {
+            self.thin[wf] & head & tail == 0
+        } else {
+            self.thin[wf] & head == 0
+                && self.thin[wf + 1..wl].iter().all(|&w| w == 0)
+                && self.thin[wl] & tail == 0
+        };
+        debug_assert_eq!(thick, self.full[first..=last].iter().all(|&c| c > 1));
+        thick
     }
 
     /// Insert the request `[x, y)` with id `id` (`0 <= x < y <= horizon`); returns its
@@ -293,6 +323,9 @@ impl RequestCover {
     ) {
         if whole {
             self.full[b] -= 1;
+            if self.full[b] == 1 {
+                self.thin[b / 64] |= 1u64 << (b % 64);
+            }
         } else {
             self.remove_id(b, id);
         }
@@ -368,11 +401,17 @@ impl RequestCover {
             // them after one pass over the counts. (Their edge pieces are worked out only
             // for the rest: computing `EdgePieces` first cost the GPU chain about 1.3k
             // instructions per move, callgrind, the lns_chain bench.)
-            if y <= x
-                || self.full[(x >> shift) as usize..=((y - 1) >> shift) as usize]
-                    .iter()
-                    .all(|&c| c > 1)
-            {
+            if y <= x {
+                continue;
+            }
+            let (first, last) = ((x >> shift) as usize, ((y - 1) >> shift) as usize);
+            // (The bits follow `full` except while overlapping taken requests are out.)
+            let thick = if disjoint {
+                self.all_thick(first, last)
+            } else {
+                self.full[first..=last].iter().all(|&c| c > 1)
+            };
+            if thick {
                 continue;
             }
             let Some(p) = EdgePieces::of(x, y, shift) else {
