@@ -367,9 +367,10 @@ impl RequestCover {
 
     /// The parts of the placed requests `taken` (each at its placed interval) that no other
     /// placed request covers: what removing all of them would add to the gaps, without
-    /// removing them. `is_taken(id)` tells the ids of `taken`; `disjoint` says no two of
-    /// them overlap (the requests of one attempt, or of attempts with disjoint lives), which
-    /// spares two passes. The parts go
+    /// removing them. `is_taken(id)` tells the ids of `taken`; `depth` bounds how many of
+    /// them cover any one bucket whole: 1 when no two overlap (the requests of one attempt,
+    /// or of attempts with disjoint lives), which spares two passes, else at most the
+    /// number of attempts they come from (one attempt's requests are disjoint). The parts go
     /// into `out` sorted, disjoint and non-touching; the cover is left as it was.
     // Out of line (as is `uncovered_piece`): inlined into the chain's query preparation it
     // cost about 8% more instructions per move (callgrind, the lns_chain bench).
@@ -377,11 +378,29 @@ impl RequestCover {
     pub fn exclusive_parts(
         &mut self,
         taken: &[(i64, i64)],
-        disjoint: bool,
+        depth: u32,
         is_taken: impl Fn(u32) -> bool,
         out: &mut Vec<(i64, i64)>,
     ) {
         out.clear();
+        let disjoint = depth <= 1;
+        // Most calls find nothing: every bucket of every taken request is covered whole by
+        // more requests than `depth`, so by one not taken. Checked first, without taking
+        // the overlapping requests' counts out.
+        let shift = self.shift;
+        let covered_by_others = |&(x, y): &(i64, i64)| {
+            y <= x || {
+                let (first, last) = ((x >> shift) as usize, ((y - 1) >> shift) as usize);
+                if disjoint {
+                    self.all_thick(first, last)
+                } else {
+                    self.full[first..=last].iter().all(|&c| c > depth)
+                }
+            }
+        };
+        if taken.iter().all(covered_by_others) {
+            return;
+        }
         // Overlapping taken requests may both cover a bucket whole: take their whole
         // pieces out of the counts for the query and put them back after it.
         if !disjoint {
@@ -395,7 +414,6 @@ impl RequestCover {
         // A taken request's own whole piece counts in `full` when the taken requests are
         // disjoint (else it was taken out above).
         let others = u32::from(disjoint);
-        let shift = self.shift;
         for &(x, y) in taken {
             // Most requests have every bucket covered whole by two or more others: skip
             // them after one pass over the counts. (Their edge pieces are worked out only

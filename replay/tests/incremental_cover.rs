@@ -109,6 +109,18 @@ proptest! {
                 .iter()
                 .map(|p| (p.0, p.1))
                 .collect();
+            // The most taken requests covering one bucket whole (exactly, so that a check
+            // against one cover fewer fails the test).
+            let w = 1i64 << shift;
+            let depth = if disjoint {
+                1
+            } else {
+                (0..n_buckets as i64)
+                    .map(|b| taken.iter().filter(|t| t.0 <= b * w && t.1 >= (b + 1) * w).count())
+                    .max()
+                    .unwrap_or(0)
+                    .max(1) as u32
+            };
             let rest: Vec<(i64, i64)> = placed
                 .iter()
                 .filter(|p| !range.contains(&p.2))
@@ -116,7 +128,7 @@ proptest! {
                 .collect();
             let all: Vec<(i64, i64)> = placed.iter().map(|p| (p.0, p.1)).collect();
             let mut got = Vec::new();
-            cover.exclusive_parts(&taken, disjoint, |id| range.contains(&id), &mut got);
+            cover.exclusive_parts(&taken, depth, |id| range.contains(&id), &mut got);
             // Sorted, disjoint, non-touching, inside the taken requests.
             prop_assert!(got.windows(2).all(|w| w[0].1 < w[1].0));
             prop_assert!(got.iter().all(|p| p.0 < p.1));
@@ -284,4 +296,26 @@ proptest! {
             prop_assert_eq!(set.len(), want.len());
         }
     }
+}
+
+/// Two overlapping taken requests are the only whole covers of one instant, every other
+/// instant of theirs is covered by three more: the part only they cover is found (a
+/// first check that let `depth` whole covers stand for one not taken would miss it).
+#[test]
+fn a_part_only_overlapping_taken_requests_cover_is_found() {
+    let mut cover = RequestCover::new(0, 64, 8);
+    let mut id = 0u32;
+    let mut put = |cover: &mut RequestCover, x: i64, y: i64| {
+        cover.insert(x, y, id);
+        id += 1;
+    };
+    for _ in 0..3 {
+        put(&mut cover, 0, 17);
+        put(&mut cover, 18, 40);
+    }
+    put(&mut cover, 10, 20);
+    put(&mut cover, 15, 25);
+    let mut got = Vec::new();
+    cover.exclusive_parts(&[(10, 20), (15, 25)], 2, |k| k >= 6, &mut got);
+    assert_eq!(got, vec![(17, 18)]);
 }

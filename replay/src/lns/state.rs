@@ -603,9 +603,11 @@ impl StartState {
                 (g.request_first[j as usize]..g.request_first[j as usize + 1]).contains(&id)
             })
         };
+        // One ghost's requests are disjoint, so at most one of them covers a bucket whole.
+        let depth = if disjoint { 1 } else { ghosts.len() as u32 };
         self.cover.as_mut().expect("covers").exclusive_parts(
             &taken,
-            disjoint,
+            depth,
             is_taken,
             &mut self.ghost_parts,
         );
