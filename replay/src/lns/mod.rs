@@ -463,7 +463,7 @@ mod tests {
         // start: a bounded search returns the unbounded one's start when that lies in the
         // window, else nothing or that same start. The test must reach searches kept by a
         // window whose near edge lies more than the steps times `d` away (a reach that
-        // leaves out the running lifetimes' `dmax` fails it).
+        // leaves out the longest placed lifetime fails it).
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         let (mut moved, mut far_kept) = (0, 0);
         each_tiny_removal(|g, ctx, st, j| {

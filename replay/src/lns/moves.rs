@@ -119,9 +119,10 @@ pub(super) fn reinsert(
 ///
 /// For the cache objective the old start's candidate is searched first (most
 /// reinsertions keep it): its score bounds where another start can still tie or win
-/// ([`StartState::cache_useful_starts`]), so the other searches stop once they leave that
-/// window and those from outside it are not run. Every start dropped so scores worse than
-/// the old one, so the winner is the one an unpruned search picks.
+/// ([`StartState::cache_useful_starts`]), and every other search stops as soon as no start
+/// in that window is within its reach (one from too far away runs no query). Every start
+/// dropped so scores worse than the old one, so the winner is the one an unpruned search
+/// picks.
 #[allow(clippy::too_many_arguments)]
 fn best_start(
     g: &GridInstance,
