@@ -384,21 +384,19 @@ impl RequestCover {
     ) {
         out.clear();
         let disjoint = depth <= 1;
-        // Most calls find nothing: every bucket of every taken request is covered whole by
-        // more requests than `depth`, so by one not taken. Checked first, without taking
-        // the overlapping requests' counts out.
         let shift = self.shift;
-        let covered_by_others = |&(x, y): &(i64, i64)| {
-            y <= x || {
-                let (first, last) = ((x >> shift) as usize, ((y - 1) >> shift) as usize);
-                if disjoint {
-                    self.all_thick(first, last)
-                } else {
-                    self.full[first..=last].iter().all(|&c| c > depth)
-                }
-            }
-        };
-        if taken.iter().all(covered_by_others) {
+        // Overlapping taken requests: most calls find nothing, every bucket of every taken
+        // request being covered whole by more requests than `depth`, so by one not taken.
+        // Checked first, without taking their counts out. (Disjoint ones get the same
+        // test, request by request, in the loop below.)
+        if !disjoint
+            && taken.iter().all(|&(x, y)| {
+                y <= x
+                    || self.full[(x >> shift) as usize..=((y - 1) >> shift) as usize]
+                        .iter()
+                        .all(|&c| c > depth)
+            })
+        {
             return;
         }
         // Overlapping taken requests may both cover a bucket whole: take their whole
@@ -435,7 +433,6 @@ impl RequestCover {
             let Some(p) = EdgePieces::of(x, y, shift) else {
                 continue;
             };
-            let (first, last) = (p.first, p.last);
             if self.full[first] <= others & u32::from(p.first_whole) {
                 self.uncovered_piece(first, x, y, &is_taken, &mut sorted, out);
             }

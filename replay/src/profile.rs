@@ -383,55 +383,25 @@ impl StepProfile {
         }
     }
 
-    /// The backward feasible-start search of the start-time search, in one pass: from `s`,
-    /// at most `steps` backward [`StepProfile::violation`] queries (for `[s, s + d)`), each
-    /// failing one moving the window's end to the time it returns; `Some(s)` at the first
-    /// query that finds no violation, `None` when the steps run out. Exactly the result of
-    /// those queries, but a query that ends where the last found its violation starts its
-    /// scan there. `useful`: the starts the caller can use; the search returns `None` as
-    /// soon as it can no longer return one of them (it may still return a start outside,
-    /// found by the query it was running).
-    pub fn backward_search(
+    /// The feasible-start search of the start-time search, in one pass: from `s`, at most
+    /// `steps` [`StepProfile::violation`] queries (forward or backward, for `[s, s + d)`),
+    /// each failing one moving `s` to the time it returns (forward) or moving the window's
+    /// end there (backward); `Some(s)` at the first query that finds no violation, `None`
+    /// when the steps run out. Exactly the result of those queries, but each query starts
+    /// its scan where the last one left off. `useful`: the starts the caller can use; the
+    /// search returns `None` as soon as it can no longer return one of them (it may still
+    /// return a start outside, found by the query it was running).
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn feasible_search(
         &self,
-        mut s: i64,
+        s: i64,
         d: i64,
         u: Use,
         caps: Use,
         useful: (i64, i64),
         steps: usize,
-    ) -> Option<i64> {
-        if d <= 0 {
-            return (steps > 0).then_some(s);
-        }
-        let lim = limit(u, caps);
-        let mut end = None;
-        for k in 0..steps {
-            if !self.can_still_return(s, d, steps - 1 - k, useful, false) {
-                return None;
-            }
-            let Some((t, place)) = self.backward_violation(s, s + d, &lim, end) else {
-                return Some(s);
-            };
-            s = t - d;
-            end = place;
-        }
-        None
-    }
-
-    /// The forward feasible-start search of the start-time search, in one pass: from `s`,
-    /// at most `steps` [`StepProfile::violation`] queries (forward, for `[s, s + d)`), each
-    /// failing one moving `s` to the time it returns; `Some(s)` at the first query that
-    /// finds no violation, `None` when the steps run out. Exactly the result of those
-    /// queries, but the scan position is carried from one query to the next (each `s` is
-    /// later than the last). `useful` as for [`StepProfile::backward_search`].
-    pub fn forward_search(
-        &self,
-        mut s: i64,
-        d: i64,
-        u: Use,
-        caps: Use,
-        useful: (i64, i64),
-        steps: usize,
+        forward: bool,
     ) -> Option<i64> {
         if steps == 0 {
             return None;
@@ -440,6 +410,48 @@ impl StepProfile {
             return Some(s);
         }
         let lim = limit(u, caps);
+        if forward {
+            self.forward_scan(s, d, &lim, useful, steps)
+        } else {
+            self.backward_scan(s, d, &lim, useful, steps)
+        }
+    }
+
+    /// The backward [`StepProfile::feasible_search`] (`d > 0`, `lim` the caps less the
+    /// attempt's use): a query that ends where the last found its violation starts its
+    /// scan at that event.
+    fn backward_scan(
+        &self,
+        mut s: i64,
+        d: i64,
+        lim: &Use,
+        useful: (i64, i64),
+        steps: usize,
+    ) -> Option<i64> {
+        let mut end = None;
+        for k in 0..steps {
+            if !self.can_still_return(s, d, steps - 1 - k, useful, false) {
+                return None;
+            }
+            let Some((t, place)) = self.backward_violation(s, s + d, lim, end) else {
+                return Some(s);
+            };
+            s = t - d;
+            end = place;
+        }
+        None
+    }
+
+    /// The forward [`StepProfile::feasible_search`] (`d > 0`): the scan position is carried
+    /// from one query to the next (each `s` is later than the last).
+    fn forward_scan(
+        &self,
+        mut s: i64,
+        d: i64,
+        lim: &Use,
+        useful: (i64, i64),
+        steps: usize,
+    ) -> Option<i64> {
         // Cursor: bucket `b`, index `i` of the first event later than `s`.
         let (mut b, mut i) = (usize::MAX, 0usize);
         for k in 0..steps {
@@ -462,11 +474,11 @@ impl StepProfile {
                 }
                 None => [0, 0, 0],
             };
-            s = if over(&v, &lim) {
+            s = if over(&v, lim) {
                 self.min_end_from(s, b, i).unwrap_or(e)
             } else {
                 // The first start event in (s, e) after which the value is over.
-                match self.first_over_start(b, i, e, &lim) {
+                match self.first_over_start(b, i, e, lim) {
                     None => return Some(s),
                     Some((t, fb, fi)) => self.min_end_from(t, fb, fi).unwrap_or(e),
                 }

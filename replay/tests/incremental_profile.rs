@@ -103,13 +103,8 @@ proptest! {
                 for steps in [1usize, 3, 8] {
                     for forward in [true, false] {
                         let whole = iterated(&prof, qs, qd, u, caps, steps, forward);
-                        let search = |useful| {
-                            if forward {
-                                prof.forward_search(qs, qd, u, caps, useful, steps)
-                            } else {
-                                prof.backward_search(qs, qd, u, caps, useful, steps)
-                            }
-                        };
+                        let search =
+                            |useful| prof.feasible_search(qs, qd, u, caps, useful, steps, forward);
                         prop_assert_eq!(
                             search((i64::MIN, i64::MAX)),
                             whole,

@@ -13,8 +13,6 @@ const ALIGN_BLOBS: usize = 3;
 /// are numbered in the order of their first blob.
 #[derive(Debug, Clone)]
 pub(super) struct BlobGroups {
-    /// Each blob's group.
-    pub(super) blob_group: Vec<u32>,
     /// Bytes of each group (the sum over its blobs).
     pub(super) group_bytes: Vec<u128>,
     /// Longest duration among a group's users, ns.
@@ -42,12 +40,14 @@ pub struct LnsContext {
     pub(super) blob_users: Vec<Vec<u32>>,
     /// The blob groups the chains keep one cover for.
     pub(super) groups: Arc<BlobGroups>,
-    /// Per attempt, its [`ALIGN_BLOBS`] most specific blobs (fewest users, then lowest
-    /// id), most specific first, at `align_first[j]..align_first[j + 1]`: the blobs the
-    /// cache chain's reinsertions align with.
-    pub(super) align_blobs: Vec<u32>,
-    /// Where each attempt's run of `align_blobs` starts (one longer than the attempts).
-    pub(super) align_first: Vec<usize>,
+    /// Per attempt, the covers (blob groups) of its [`ALIGN_BLOBS`] most specific blobs
+    /// (fewest users, then lowest id), most specific first, at
+    /// `align_first[j]..align_first[j + 1]`: whose users the cache chain's reinsertions
+    /// align with (a group twice when two of the blobs share it, as they would be read
+    /// twice).
+    align_covers: Vec<u32>,
+    /// Where each attempt's run of `align_covers` starts (one longer than the attempts).
+    align_first: Vec<usize>,
     /// Longest duration, ns.
     pub(super) dmax: i64,
     /// The deadline D, ns.
@@ -64,10 +64,10 @@ impl LnsContext {
         self.deadline
     }
 
-    /// The blobs `j`'s reinsertions align with, most specific first.
-    pub(super) fn align_blobs_of(&self, j: u32) -> &[u32] {
+    /// The covers whose users `j`'s reinsertions align with, most specific first.
+    pub(super) fn align_covers_of(&self, j: u32) -> &[u32] {
         let j = j as usize;
-        &self.align_blobs[self.align_first[j]..self.align_first[j + 1]]
+        &self.align_covers[self.align_first[j]..self.align_first[j + 1]]
     }
 
     /// Structure of a workload with deadline `deadline`.
@@ -115,17 +115,21 @@ impl LnsContext {
             }
         }
         groups_first.push(groups.len());
-        let mut align_blobs = Vec::new();
+        let mut align_covers = Vec::new();
         let mut align_first = Vec::with_capacity(g.len() + 1);
         let mut mine = Vec::new();
         for j in 0..g.len() {
-            align_first.push(align_blobs.len());
+            align_first.push(align_covers.len());
             mine.clear();
             mine.extend_from_slice(&g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]]);
             mine.sort_by_key(|&b| (blob_users[b as usize].len(), b));
-            align_blobs.extend(mine.iter().take(ALIGN_BLOBS));
+            align_covers.extend(
+                mine.iter()
+                    .take(ALIGN_BLOBS)
+                    .map(|&b| blob_group[b as usize]),
+            );
         }
-        align_first.push(align_blobs.len());
+        align_first.push(align_covers.len());
         // About four requests' worth of time per bucket: a bucket's partial pieces then
         // usually fit the request cover's one-cache-line list.
         let target = (g.request_count() / 4).max(1) as u64;
@@ -136,14 +140,13 @@ impl LnsContext {
         }
         LnsContext {
             groups: Arc::new(BlobGroups {
-                blob_group,
                 group_bytes,
                 group_dmax,
                 groups,
                 groups_first,
             }),
             blob_users,
-            align_blobs,
+            align_covers,
             align_first,
             dmax: g.duration.iter().copied().max().unwrap_or(0),
             deadline,

@@ -70,9 +70,8 @@ fn candidate_starts(
     }
     if objective == Objective::Cache {
         // Align with the other users of the most specific blobs.
-        for &b in ctx.align_blobs_of(j) {
-            // The cover of its group has the same users.
-            let list = st.blobs[ctx.groups.blob_group[b as usize] as usize].users();
+        for &k in ctx.align_covers_of(j) {
+            let list = st.blobs[k as usize].users();
             if list.is_empty() {
                 continue;
             }

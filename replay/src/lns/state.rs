@@ -673,21 +673,16 @@ impl StartState {
         let s = s.clamp(0, latest);
         let (u, caps) = (Self::use_of(g, j), Self::caps(g));
         let useful = (useful.0.max(0), useful.1.min(latest));
-        if forward {
-            self.profile
-                .forward_search(s, d, u, caps, useful, FEASIBLE_STEPS)
-        } else {
-            self.profile
-                .backward_search(s, d, u, caps, useful, FEASIBLE_STEPS)
-        }
+        self.profile
+            .feasible_search(s, d, u, caps, useful, FEASIBLE_STEPS, forward)
     }
 
     /// Where a start of `j` can have cache byte-ns at most `bound` (a superset): for each
-    /// of its blobs `b` (with `bytes_b` bytes), the uncovered part of the lifetime there is
-    /// at most `c = bound / bytes_b`, so at least `d - c` of the lifetime lies between the
-    /// first start and the last end of `b`'s placed users `[L, R]`; hence the start lies in
-    /// `[L - c, R - d + c]`. Empty (`lo > hi`) when a blob no one else uses costs more than
-    /// `bound` alone. (Narrowing it to the stretches that can hold a whole lifetime when
+    /// of its blob groups `b` (with `bytes_b` bytes in all), the uncovered part of the
+    /// lifetime there is at most `c = bound / bytes_b`, so at least `d - c` of the lifetime
+    /// lies between the first start and the last end of `b`'s placed users `[L, R]`; hence
+    /// the start lies in `[L - c, R - d + c]`. Empty (`lo > hi`) when a group no one else
+    /// uses costs more than `bound` alone. (Narrowing it to the stretches that can hold a whole lifetime when
     /// `c` is 0 cost more than it saved: docs/BENCHMARKS.md, tenth pass.)
     pub(super) fn cache_useful_starts(&self, g: &GridInstance, j: u32, bound: u128) -> (i64, i64) {
         debug_assert!(self.blobs_current(), "sync_blobs first");
@@ -696,7 +691,7 @@ impl StartState {
         let (mut lo, mut hi) = (i64::MIN, i64::MAX);
         for &k in self.groups.of(j) {
             let bytes = self.groups.group_bytes[k as usize];
-            // Uncovered ns this blob may leave; past `d` it bounds nothing.
+            // Uncovered ns this group may leave; past `d` it bounds nothing.
             let c = match bound.checked_div(bytes) {
                 Some(c) if c < d as u128 => c as i64,
                 _ => continue,
