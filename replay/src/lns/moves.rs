@@ -48,7 +48,8 @@ fn candidate_starts(
     let d = g.duration[ju];
     let latest = (ctx.deadline - d).max(0);
     c.clear();
-    // Clamped to [0, latest] as the searches clamp (`best_start` merges equal starts).
+    // Clamped to [0, latest] as the searches clamp; equal starts merge the directions
+    // asked of them, so no search runs twice (a linear scan: a few dozen candidates).
     let mut push = |t: i64, search: Search| {
         let t = t.clamp(0, latest);
         let (f, b) = match search {
@@ -56,7 +57,13 @@ fn candidate_starts(
             Search::Forward => (true, false),
             Search::Backward => (false, true),
         };
-        c.push((t, f, b));
+        match c.iter_mut().find(|x| x.0 == t) {
+            Some(x) => {
+                x.1 |= f;
+                x.2 |= b;
+            }
+            None => c.push((t, f, b)),
+        }
     };
     push(old, Search::Both);
     push(0, Search::Both);
@@ -135,40 +142,33 @@ fn best_start(
 ) -> Option<i64> {
     let latest = ctx.deadline - g.duration[j as usize];
     let MoveScratch { cands, tried, ties } = scratch;
+    // The old start comes first (the order of the others changes no result).
     candidate_starts(g, ctx, st, j, old, objective, rng, cands);
-    // Merge the directions asked of equal starts, so no search runs twice.
-    cands.sort_unstable_by_key(|c| c.0);
-    cands.dedup_by(|c, kept| {
-        let same = c.0 == kept.0;
-        if same {
-            kept.1 |= c.1;
-            kept.2 |= c.2;
-        }
-        same
-    });
     let old = old.clamp(0, latest.max(0));
+    debug_assert_eq!(cands.first().map(|c| c.0), Some(old));
     let mut useful = (i64::MIN, i64::MAX);
-    if objective == Objective::Cache
-        && let Some(at) = cands.iter().position(|c| c.0 == old)
-    {
-        cands[..=at].rotate_right(1);
-    }
     tried.clear();
+    // Each feasible start once (in the order found: the scores do not depend on it).
+    let keep = |tried: &mut Vec<i64>, s: Option<i64>| {
+        if let Some(s) = s
+            && !tried.contains(&s)
+        {
+            tried.push(s);
+        }
+    };
     for (k, &(t, f, b)) in cands.iter().enumerate() {
         if f && b && (t <= 0 || t >= latest) {
             // From 0 a backward search can only return 0, from `latest` a forward one only
             // `latest`: both directions check `t` first, so one search answers for both.
-            if let Some(s) = st.feasible_start(g, ctx, j, t, t <= 0, useful) {
-                tried.push(s);
-            }
+            keep(tried, st.feasible_start(g, ctx, j, t, t <= 0, useful));
         } else {
             // Forward first: when `t` itself fits, the backward search would return it too.
             let forward = f
                 .then(|| st.feasible_start(g, ctx, j, t, true, useful))
                 .flatten();
-            tried.extend(forward);
+            keep(tried, forward);
             if b && forward != Some(t) {
-                tried.extend(st.feasible_start(g, ctx, j, t, false, useful));
+                keep(tried, st.feasible_start(g, ctx, j, t, false, useful));
             }
         }
         // The old start fits: the window where another can score no worse.
@@ -177,8 +177,6 @@ fn best_start(
             useful = st.cache_useful_starts(g, j, p.unwrap_or(u128::MAX));
         }
     }
-    tried.sort_unstable();
-    tried.dedup();
     // Smallest (primary, secondary, end, start) wins; the end and start order as the start.
     // The primary objective is computed for every start (abandoned once above the best so
     // far), the secondary only for the starts that tie on the primary: the same winner as
@@ -214,11 +212,13 @@ fn best_start(
     }
     st.tie_breaks += 1;
     match objective {
-        // The GPU tie-break reads the request cover, inside the tied starts' windows only
-        // (`ties` ascends, as `tried`).
+        // The GPU tie-break reads the request cover, inside the tied starts' windows only.
         Objective::Cache => {
             let d = g.duration[j as usize];
-            st.prepare_gpu_query_within(g, ties[0], ties[ties.len() - 1] + d);
+            let (first, last) = ties
+                .iter()
+                .fold((i64::MAX, i64::MIN), |(a, b), &s| (a.min(s), b.max(s)));
+            st.prepare_gpu_query_within(g, first, last + d);
         }
         // The cache tie-break reads the blob covers, where removed attempts may still be
         // (read around them when nothing else is out of date).
