@@ -218,14 +218,16 @@ impl StepProfile {
     /// Earliest end among the lifetimes running at `t` (`None` when none runs), read from
     /// event `i` of bucket `b` on (no earlier event ends after `t`).
     fn min_end_from(&self, t: i64, b: usize, i: usize) -> Option<i64> {
-        self.buckets
-            .get(b..)
-            .unwrap_or(&[])
-            .iter()
-            .enumerate()
-            .flat_map(|(k, x)| &x.events[if k == 0 { i } else { 0 }..])
-            .find(|ev| ev.kind == 0 && ev.t > t && ev.other <= t)
-            .map(|ev| ev.t)
+        let mut from = i;
+        for bucket in self.buckets.get(b..).unwrap_or(&[]) {
+            for ev in &bucket.events[from.min(bucket.events.len())..] {
+                if ev.kind == 0 && ev.t > t && ev.other <= t {
+                    return Some(ev.t);
+                }
+            }
+            from = 0;
+        }
+        None
     }
 
     /// The first start event before `e`, from event `i` of bucket `b` on, after which the
