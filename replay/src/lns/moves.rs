@@ -57,13 +57,7 @@ fn candidate_starts(
             Search::Forward => (true, false),
             Search::Backward => (false, true),
         };
-        match c.iter_mut().find(|x| x.0 == t) {
-            Some(x) => {
-                x.1 |= f;
-                x.2 |= b;
-            }
-            None => c.push((t, f, b)),
-        }
+        c.push((t, f, b));
     };
     push(old, Search::Both);
     push(0, Search::Both);
