@@ -319,3 +319,35 @@ fn a_part_only_overlapping_taken_requests_cover_is_found() {
     cover.exclusive_parts(&[(10, 20), (15, 25)], 2, |k| k >= 6, &mut got);
     assert_eq!(got, vec![(17, 18)]);
 }
+
+/// One attempt's disjoint requests where two other requests cover every bucket of their
+/// span whole but one, at the span's first bucket, inside it or at its last: the part only
+/// the attempt covers there is found (a first check over the span that skipped its first
+/// or last bucket, or let a bucket covered whole once pass, would return nothing).
+#[test]
+fn a_part_only_disjoint_taken_requests_cover_at_their_span_edge_is_found() {
+    let taken = [(8, 14), (20, 30), (40, 48)];
+    let cases: [(&[(i64, i64)], (i64, i64)); 3] = [
+        (&[(12, 100)], (8, 12)),
+        (&[(0, 22), (26, 100)], (22, 26)),
+        (&[(0, 44)], (44, 48)),
+    ];
+    for (others, part) in cases {
+        let mut cover = RequestCover::new(2, 64, 16);
+        let mut id = 0u32;
+        for _ in 0..2 {
+            for &(x, y) in others {
+                cover.insert(x, y, id);
+                id += 1;
+            }
+        }
+        let first = id;
+        for &(x, y) in &taken {
+            cover.insert(x, y, id);
+            id += 1;
+        }
+        let mut got = Vec::new();
+        cover.exclusive_parts(&taken, 1, |k| k >= first, &mut got);
+        assert_eq!(got, vec![part], "others {others:?}");
+    }
+}
