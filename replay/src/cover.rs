@@ -257,6 +257,14 @@ impl RequestCover {
         }
     }
 
+    /// Whether two or more placed requests cover whole every bucket `[x, y)` reaches
+    /// (`0 <= x < y <= horizon`): then no one request is alone anywhere in it.
+    #[inline]
+    pub fn thick_over(&self, x: i64, y: i64) -> bool {
+        debug_assert!(0 <= x && x < y && y <= self.horizon());
+        self.all_thick((x >> self.shift) as usize, ((y - 1) >> self.shift) as usize)
+    }
+
     /// Whether two or more placed requests cover every bucket of `first..=last` whole.
     #[inline]
     fn all_thick(&self, first: usize, last: usize) -> bool {

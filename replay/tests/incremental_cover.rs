@@ -327,10 +327,10 @@ fn a_part_only_overlapping_taken_requests_cover_is_found() {
 #[test]
 fn a_part_only_disjoint_taken_requests_cover_at_their_span_edge_is_found() {
     let taken = [(8, 14), (20, 30), (40, 48)];
-    let cases: [(&[(i64, i64)], (i64, i64)); 3] = [
-        (&[(12, 100)], (8, 12)),
-        (&[(0, 22), (26, 100)], (22, 26)),
-        (&[(0, 44)], (44, 48)),
+    let cases = [
+        (&[(12, 100)][..], (8, 12)),
+        (&[(0, 22), (26, 100)][..], (22, 26)),
+        (&[(0, 44)][..], (44, 48)),
     ];
     for (others, part) in cases {
         let mut cover = RequestCover::new(2, 64, 16);

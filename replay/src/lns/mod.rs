@@ -570,9 +570,145 @@ mod tests {
         );
     }
 
+    /// A tiny instance whose requests cover most of every lifetime (two or three to an
+    /// attempt, a few ns apart), at most `concurrency` running: with more than a few
+    /// running, its request cover has buckets covered whole by two or more requests, by
+    /// one, and by none.
+    fn dense_tiny_fifo(
+        n: usize,
+        seed: u64,
+        concurrency: u32,
+    ) -> (GridInstance, crate::evaluate::Evaluation) {
+        use crate::input::{AttemptInput, BlobInput, WorkloadInstance};
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let attempts = (0..n)
+            .map(|a| {
+                let d = 40 + below(&mut rng, 60) as i64;
+                let k = 2 + below(&mut rng, 2) as i64;
+                let mut requests = Vec::new();
+                let mut t = below(&mut rng, 3) as i64;
+                for i in 0..k {
+                    let end = (d * (i + 1) / k).min(d);
+                    if end > t {
+                        requests.push((t as f64 * 1e-9, end as f64 * 1e-9));
+                    }
+                    t = end + 1 + below(&mut rng, 3) as i64;
+                }
+                AttemptInput {
+                    attempt_id: format!("a{a}"),
+                    task_id: format!("t{a}"),
+                    gen_start: a as f64,
+                    duration_s: d as f64 * 1e-9,
+                    requests,
+                    cores: 1.0,
+                    mem_gib: 1.0,
+                    blobs: vec![0],
+                }
+            })
+            .collect();
+        let blobs = vec![BlobInput {
+            digest: "sha256:0".to_string(),
+            compressed_bytes: 1_000,
+        }];
+        let caps = model::config::ReplayCaps {
+            concurrency,
+            cpu_cores: 64.0,
+            ram_gib: 256.0,
+            gpus: 8,
+        };
+        let inst =
+            WorkloadInstance::new(model::WorkloadId::Deepswe, caps, attempts, blobs, None).unwrap();
+        let g = GridInstance::new(&inst);
+        let order: Vec<u32> = (0..g.len() as u32).collect();
+        let fifo = evaluate(&g, &Plan::from_order(&order), &mut Scratch::new()).unwrap();
+        (g, fifo)
+    }
+
+    #[test]
+    fn ghost_parts_are_the_gaps_taking_the_ghosts_out_adds() {
+        // One to three attempts taken out of dense tiny schedules (neighbours in FIFO order,
+        // whose lifetimes overlap, and attempts far apart): the parts only they cover,
+        // prepared for the whole line, equal the gaps the cover gains when they leave it.
+        // The test must reach ghosts others cover twice throughout (the preparation's first
+        // check), ghosts with parts of their own, and overlapping ghosts that cover a part
+        // together and alone.
+        let (mut covered, mut with_parts, mut overlapping_parts) = (0, 0, 0);
+        for seed in 0..60u64 {
+            let (g, fifo) = dense_tiny_fifo(60, seed, 4 + (seed % 8) as u32 * 3);
+            let ctx = LnsContext::new(&g, fifo.makespan + 50);
+            let n = g.len() as u32;
+            for j in 0..n {
+                for removed in [
+                    vec![j],
+                    vec![j, (j + 1) % n],
+                    vec![j, (j + 1) % n, (j + 2) % n],
+                    vec![j, (j + n / 2) % n],
+                ] {
+                    let mut st = StartState::new(&g, &ctx, &fifo.starts);
+                    for &a in &removed {
+                        st.remove(&g, a);
+                    }
+                    let mut prepared = st.clone();
+                    prepared.prepare_gpu_query(&g);
+                    let mut synced = st;
+                    synced.sync_cover(&g);
+                    let added = interval_difference(
+                        synced.cover.as_ref().unwrap().gaps().as_slice(),
+                        prepared.cover.as_ref().unwrap().gaps().as_slice(),
+                    );
+                    assert_eq!(
+                        prepared.ghost_parts, added,
+                        "seed {seed}, ghosts {removed:?}"
+                    );
+                    let overlap = removed.iter().any(|&a| {
+                        removed.iter().any(|&b| {
+                            let (sa, sb) = (fifo.starts[a as usize], fifo.starts[b as usize]);
+                            a != b
+                                && sa < sb + g.duration[b as usize]
+                                && sb < sa + g.duration[a as usize]
+                        })
+                    });
+                    covered += usize::from(added.is_empty());
+                    with_parts += usize::from(!added.is_empty());
+                    overlapping_parts += usize::from(overlap && !added.is_empty());
+                }
+            }
+        }
+        assert!(
+            covered > 100,
+            "{covered} ghost sets covered by others throughout"
+        );
+        assert!(
+            with_parts > 100,
+            "{with_parts} ghost sets with parts of their own"
+        );
+        assert!(
+            overlapping_parts > 50,
+            "{overlapping_parts} overlapping ghost sets with parts"
+        );
+    }
+
+    /// The parts of `a` outside `b` (both sorted, disjoint interval lists, `b` inside `a`).
+    fn interval_difference(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
+        let mut out = Vec::new();
+        for &(x, y) in a {
+            let mut reach = x;
+            for &(p, q) in b.iter().filter(|g| g.1 > x && g.0 < y) {
+                if p > reach {
+                    out.push((reach, p));
+                }
+                reach = reach.max(q);
+            }
+            if reach < y {
+                out.push((reach, y));
+            }
+        }
+        out
+    }
+
     #[test]
     fn gpu_queries_prepared_for_a_window_equal_those_prepared_for_all() {
-        let (g, fifo) = small_deepswe_fifo(40, 3, 6);
+        let (g, fifo) = small_deepswe_fifo(40, 3, 40);
         let ctx = LnsContext::new(&g, fifo.makespan);
         let mut rng = ChaCha8Rng::seed_from_u64(11);
         // Queries whose answer differs from the cover's gaps alone (a ghost's exclusive
@@ -580,6 +716,7 @@ mod tests {
         // ghosts cover: the test must reach all three (a window that drops the ghost
         // requests reaching past its edges fails the parts' check).
         let (mut ghost_mattered, mut left_out, mut parts_in_window) = (0, 0, 0);
+        let mut no_parts = 0;
         for round in 0..200u64 {
             let mut st = StartState::new(&g, &ctx, &fifo.starts);
             // Neighbours in FIFO order overlap in time; others are anywhere.
@@ -599,6 +736,15 @@ mod tests {
             }
             let mut full = st.clone();
             full.prepare_gpu_query(&g);
+            // The parts only ghosts cover are the gaps taking them out adds.
+            let mut synced = st.clone();
+            synced.sync_cover(&g);
+            let added = interval_difference(
+                synced.cover.as_ref().unwrap().gaps().as_slice(),
+                full.cover.as_ref().unwrap().gaps().as_slice(),
+            );
+            assert_eq!(full.ghost_parts, added, "ghosts {removed:?}");
+            no_parts += usize::from(added.is_empty());
             let j = removed[0];
             let (old, d) = (fifo.starts[j as usize], g.duration[j as usize]);
             for (lo, hi) in [
@@ -665,6 +811,10 @@ mod tests {
             "{ghost_mattered} queries reached the ghosts"
         );
         assert!(left_out > 10, "{left_out} windows left a ghost request out");
+        assert!(
+            no_parts > 10,
+            "{no_parts} ghost sets covered by others throughout"
+        );
         assert!(
             parts_in_window > 10,
             "{parts_in_window} windows held parts only ghosts cover"

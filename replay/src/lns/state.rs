@@ -562,27 +562,6 @@ impl StartState {
         }
         self.sync_placed(g);
         // Every attempt still stale is a ghost: removed, its requests in the cover.
-        let mut taken = std::mem::take(&mut self.ghost_requests);
-        taken.clear();
-        // The whole line (the GPU chain's every preparation) needs no test per request.
-        let whole_line = (lo, hi) == (i64::MIN, i64::MAX);
-        for &j in &self.stale {
-            let ju = j as usize;
-            let at = self.cover_at[ju].expect("a ghost is in the cover");
-            let (first, last) = (g.request_first[ju], g.request_first[ju + 1]);
-            // Those inside the window: an attempt's requests are sorted and disjoint, so
-            // their ends ascend too.
-            let (from, to) = if whole_line {
-                (first, last)
-            } else {
-                let from = first + g.request_end[first..last].partition_point(|&y| at + y <= lo);
-                (
-                    from,
-                    from + g.request_start[from..last].partition_point(|&x| at + x < hi),
-                )
-            };
-            taken.extend((from..to).map(|k| (at + g.request_start[k], at + g.request_end[k])));
-        }
         let ghosts = &self.stale;
         // Ghosts whose lifetimes (in the cover) do not overlap have disjoint requests
         // (a move removes a few attempts: every pair is checked).
@@ -597,6 +576,45 @@ impl StartState {
                 a1 <= b0 || b1 <= a0
             })
         });
+        // The ghosts' requests inside the window: an attempt's requests are sorted and
+        // disjoint, so their ends ascend too. (The whole line, the GPU chain's every
+        // preparation, needs no search.)
+        let whole_line = (lo, hi) == (i64::MIN, i64::MAX);
+        let in_window = |j: u32| {
+            let ju = j as usize;
+            let at = self.cover_at[ju].expect("a ghost is in the cover");
+            let (first, last) = (g.request_first[ju], g.request_first[ju + 1]);
+            if whole_line {
+                return (at, first, last);
+            }
+            let from = first + g.request_end[first..last].partition_point(|&y| at + y <= lo);
+            let to = from + g.request_start[from..last].partition_point(|&x| at + x < hi);
+            (at, from, to)
+        };
+        let cover = self.cover.as_mut().expect("covers");
+        // Disjoint ghosts whose requests' spans other requests cover whole twice throughout
+        // (most preparations) have no part of their own. (Checking overlapping ghosts here
+        // request by request cost more than it saved: docs/BENCHMARKS.md, eleventh pass.)
+        if disjoint
+            && ghosts.iter().all(|&j| {
+                let (at, from, to) = in_window(j);
+                from == to || {
+                    let (x, y) = (at + g.request_start[from], at + g.request_end[to - 1]);
+                    x < y && cover.thick_over(x, y)
+                }
+            })
+        {
+            self.ghost_parts.clear();
+            self.ghost_parts_current = true;
+            self.ghost_parts_window = (lo, hi);
+            return;
+        }
+        let mut taken = std::mem::take(&mut self.ghost_requests);
+        taken.clear();
+        for &j in ghosts {
+            let (at, from, to) = in_window(j);
+            taken.extend((from..to).map(|k| (at + g.request_start[k], at + g.request_end[k])));
+        }
         let is_taken = |id: u32| {
             let id = id as usize;
             ghosts.iter().any(|&j| {
@@ -605,12 +623,7 @@ impl StartState {
         };
         // One ghost's requests are disjoint, so at most one of them covers a bucket whole.
         let depth = if disjoint { 1 } else { ghosts.len() as u32 };
-        self.cover.as_mut().expect("covers").exclusive_parts(
-            &taken,
-            depth,
-            is_taken,
-            &mut self.ghost_parts,
-        );
+        cover.exclusive_parts(&taken, depth, is_taken, &mut self.ghost_parts);
         self.ghost_requests = taken;
         self.ghost_parts_current = true;
         self.ghost_parts_window = (lo, hi);
