@@ -48,8 +48,9 @@ fn candidate_starts(
     let d = g.duration[ju];
     let latest = (ctx.deadline - d).max(0);
     c.clear();
-    // Clamped to [0, latest] as the searches clamp; equal starts merge the directions
-    // asked of them, so no search runs twice (a linear scan: a few dozen candidates).
+    // Clamped to [0, latest] as the searches clamp. Equal candidates are rare and kept
+    // (merging them cost what the searches they repeat cost; a start found twice is kept
+    // once).
     let mut push = |t: i64, search: Search| {
         let t = t.clamp(0, latest);
         let (f, b) = match search {
