@@ -416,19 +416,6 @@ impl RequestCover {
                 }
             }
         }
-        // Disjoint taken requests: most calls find every bucket from the first request's to
-        // the last one's covered whole by two or more requests (one pass over the bits).
-        if disjoint {
-            let (lo, hi) = taken
-                .iter()
-                .filter(|&&(x, y)| y > x)
-                .fold((i64::MAX, i64::MIN), |(lo, hi), &(x, y)| {
-                    (lo.min(x), hi.max(y))
-                });
-            if lo >= hi || self.all_thick((lo >> shift) as usize, ((hi - 1) >> shift) as usize) {
-                return;
-            }
-        }
         let mut sorted = std::mem::take(&mut self.pieces);
         // A taken request's own whole piece counts in `full` when the taken requests are
         // disjoint (else it was taken out above).

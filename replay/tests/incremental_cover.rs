@@ -322,8 +322,7 @@ fn a_part_only_overlapping_taken_requests_cover_is_found() {
 
 /// One attempt's disjoint requests where two other requests cover every bucket of their
 /// span whole but one, at the span's first bucket, inside it or at its last: the part only
-/// the attempt covers there is found (a first check over the span that skipped its first
-/// or last bucket, or let a bucket covered whole once pass, would return nothing).
+/// the attempt covers there is found.
 #[test]
 fn a_part_only_disjoint_taken_requests_cover_at_their_span_edge_is_found() {
     let taken = [(8, 14), (20, 30), (40, 48)];
