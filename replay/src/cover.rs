@@ -705,19 +705,6 @@ impl<T: Ord + Copy> SortedChunks<T> {
             .flat_map(move |(k, ch)| ch[if k == 0 { at.pos } else { 0 }..].iter().copied())
     }
 
-    /// The elements before `at`, from the last down.
-    fn iter_rev_before(&self, at: Cursor) -> impl Iterator<Item = T> + '_ {
-        let head = self
-            .chunks
-            .get(at.chunk)
-            .map_or(&[][..], |ch| &ch[..at.pos]);
-        let before = &self.chunks[..at.chunk.min(self.chunks.len())];
-        head.iter()
-            .rev()
-            .chain(before.iter().rev().flat_map(|ch| ch.iter().rev()))
-            .copied()
-    }
-
     /// All elements, in order.
     pub fn iter(&self) -> impl Iterator<Item = T> + '_ {
         self.chunks.iter().flatten().copied()
@@ -743,32 +730,45 @@ fn uncovered_pieces(
     // The users before `split` cover `[x, the farthest of their ends)`: read them from
     // `split` down (none that starts before `x - dmax` reaches `x`), and stop at one that
     // reaches `y` (on shared blobs, usually among the first few).
+    // (Plain loops over the chunks: the chained iterators cost more.)
     let mut reach = x;
-    for (ls, le, u) in users.iter_rev_before(split) {
-        if ls < x - dmax {
-            break;
-        }
-        if le > reach && !excluded(u) {
-            reach = le;
-            if reach >= y {
-                return;
+    let chunks = &users.chunks;
+    'before: for c in (0..(split.chunk + 1).min(chunks.len())).rev() {
+        let chunk = &chunks[c];
+        let end = if c == split.chunk {
+            split.pos
+        } else {
+            chunk.len()
+        };
+        for &(ls, le, u) in chunk[..end].iter().rev() {
+            if ls < x - dmax {
+                break 'before;
+            }
+            if le > reach && !excluded(u) {
+                reach = le;
+                if reach >= y {
+                    return;
+                }
             }
         }
     }
     // Then the users from `split` (starting at `x` or inside `(x, y)`), in order.
-    for (ls, le, u) in users.iter_at(split) {
-        if ls >= y {
-            break;
-        }
-        if le <= reach || excluded(u) {
-            continue;
-        }
-        if ls > reach {
-            piece(reach, ls);
-        }
-        reach = le;
-        if reach >= y {
-            break;
+    'from: for (c, chunk) in chunks.iter().enumerate().skip(split.chunk) {
+        let from = if c == split.chunk { split.pos } else { 0 };
+        for &(ls, le, u) in &chunk[from..] {
+            if ls >= y {
+                break 'from;
+            }
+            if le <= reach || excluded(u) {
+                continue;
+            }
+            if ls > reach {
+                piece(reach, ls);
+            }
+            reach = le;
+            if reach >= y {
+                break 'from;
+            }
         }
     }
     if reach < y {
