@@ -286,6 +286,7 @@ pub fn run_chain(
 mod tests {
     use super::*;
     use crate::evaluate::{Plan, Scratch, cache_byte_ns, evaluate, gpu_union, start_order_of};
+    use crate::input::{AttemptInput, BlobInput, WorkloadInstance};
     use crate::synthetic::{SyntheticShape, synthetic_instance};
     use rand_chacha::rand_core::SeedableRng;
 
@@ -361,7 +362,6 @@ mod tests {
     /// 20-79 ns, at most 3 running, four blobs shared by all, by thirds, by pairs and by
     /// none, and its FIFO schedule.
     fn tiny_fifo(n: usize, seed: u64) -> (GridInstance, crate::evaluate::Evaluation) {
-        use crate::input::{AttemptInput, BlobInput, WorkloadInstance};
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let blobs = [40_000u64, 3_000, 700, 90]
             .iter()
@@ -393,8 +393,18 @@ mod tests {
                 }
             })
             .collect();
+        fifo_of(attempts, blobs, 3)
+    }
+
+    /// The instance of `attempts` and `blobs` with at most `concurrency` running (caps of
+    /// cores and memory that never bind) and its FIFO schedule.
+    fn fifo_of(
+        attempts: Vec<AttemptInput>,
+        blobs: Vec<BlobInput>,
+        concurrency: u32,
+    ) -> (GridInstance, crate::evaluate::Evaluation) {
         let caps = model::config::ReplayCaps {
-            concurrency: 3,
+            concurrency,
             cpu_cores: 64.0,
             ram_gib: 256.0,
             gpus: 8,
@@ -579,7 +589,6 @@ mod tests {
         seed: u64,
         concurrency: u32,
     ) -> (GridInstance, crate::evaluate::Evaluation) {
-        use crate::input::{AttemptInput, BlobInput, WorkloadInstance};
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let attempts = (0..n)
             .map(|a| {
@@ -610,18 +619,7 @@ mod tests {
             digest: "sha256:0".to_string(),
             compressed_bytes: 1_000,
         }];
-        let caps = model::config::ReplayCaps {
-            concurrency,
-            cpu_cores: 64.0,
-            ram_gib: 256.0,
-            gpus: 8,
-        };
-        let inst =
-            WorkloadInstance::new(model::WorkloadId::Deepswe, caps, attempts, blobs, None).unwrap();
-        let g = GridInstance::new(&inst);
-        let order: Vec<u32> = (0..g.len() as u32).collect();
-        let fifo = evaluate(&g, &Plan::from_order(&order), &mut Scratch::new()).unwrap();
-        (g, fifo)
+        fifo_of(attempts, blobs, concurrency)
     }
 
     #[test]
