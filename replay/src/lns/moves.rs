@@ -142,6 +142,8 @@ fn best_start(
     let old = old.clamp(0, latest.max(0));
     debug_assert_eq!(cands.first().map(|c| c.0), Some(old));
     let mut useful = (i64::MIN, i64::MAX);
+    // The old start's primary score, when the window was set from it (it is `tried[0]`).
+    let mut old_score = None;
     tried.clear();
     // Each feasible start once (in the order found: the scores do not depend on it).
     let keep = |tried: &mut Vec<i64>, s: Option<i64>| {
@@ -168,8 +170,11 @@ fn best_start(
         }
         // The old start fits: the window where another can score no worse.
         if k == 0 && objective == Objective::Cache && tried.first() == Some(&old) {
-            let p = st.cache_uncovered_within(g, j, old, u128::MAX);
-            useful = st.cache_useful_starts(g, j, p.unwrap_or(u128::MAX));
+            let p = st
+                .cache_uncovered_within(g, j, old, u128::MAX)
+                .expect("no bound to pass");
+            useful = st.cache_useful_starts(g, j, p);
+            old_score = Some(p);
         }
     }
     // Smallest (primary, secondary, end, start) wins; the end and start order as the start.
@@ -181,7 +186,15 @@ fn best_start(
     }
     let mut best_primary = u128::MAX;
     ties.clear();
-    for &s in tried.iter() {
+    let unscored = match old_score {
+        Some(p) => {
+            best_primary = p;
+            ties.push(old);
+            &tried[1..]
+        }
+        None => &tried[..],
+    };
+    for &s in unscored {
         let p = match objective {
             Objective::Gpu => st
                 .gpu_uncovered_within(
