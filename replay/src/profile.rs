@@ -419,36 +419,55 @@ impl StepProfile {
         }
     }
 
+    /// The queries of one search, from `s`: before each, whether a start of use can still
+    /// be returned ([`StepProfile::can_still_return`]); `query(s)` gives the start after a
+    /// failing query at `s`, `None` when `s` fits.
+    #[inline(always)]
+    fn walk(
+        &self,
+        mut s: i64,
+        d: i64,
+        useful: (i64, i64),
+        steps: usize,
+        forward: bool,
+        mut query: impl FnMut(i64) -> Option<i64>,
+    ) -> Option<i64> {
+        for k in 0..steps {
+            if !self.can_still_return(s, d, steps - 1 - k, useful, forward) {
+                return None;
+            }
+            match query(s) {
+                None => return Some(s),
+                Some(next) => s = next,
+            }
+        }
+        None
+    }
+
     /// The backward [`StepProfile::feasible_search`] (`d > 0`, `lim` the caps less the
     /// attempt's use): a query that ends where the last found its violation starts its
     /// scan at that event.
     fn backward_scan(
         &self,
-        mut s: i64,
+        s: i64,
         d: i64,
         lim: &Use,
         useful: (i64, i64),
         steps: usize,
     ) -> Option<i64> {
         let mut end = None;
-        for k in 0..steps {
-            if !self.can_still_return(s, d, steps - 1 - k, useful, false) {
-                return None;
-            }
-            let Some((t, place)) = self.backward_violation(s, s + d, lim, end) else {
-                return Some(s);
-            };
-            s = t - d;
+        self.walk(s, d, useful, steps, false, |s| {
+            let (t, place) = self.backward_violation(s, s + d, lim, end)?;
             end = place;
-        }
-        None
+            Some(t - d)
+        })
     }
 
     /// The forward [`StepProfile::feasible_search`] (`d > 0`): the scan position is carried
     /// from one query to the next (each `s` is later than the last).
     fn forward_scan(
         &self,
-        mut s: i64,
+        s: i64,
         d: i64,
         lim: &Use,
         useful: (i64, i64),
@@ -456,10 +475,7 @@ impl StepProfile {
     ) -> Option<i64> {
         // Cursor: bucket `b`, index `i` of the first event later than `s`.
         let (mut b, mut i) = (usize::MAX, 0usize);
-        for k in 0..steps {
-            if !self.can_still_return(s, d, steps - 1 - k, useful, true) {
-                return None;
-            }
+        self.walk(s, d, useful, steps, true, |s| {
             let e = s + d;
             // Move the cursor to s.
             let bs = self.bucket(s);
@@ -476,17 +492,14 @@ impl StepProfile {
                 }
                 None => [0, 0, 0],
             };
-            s = if over(&v, lim) {
+            Some(if over(&v, lim) {
                 self.min_end_from(s, b, i).unwrap_or(e)
             } else {
                 // The first start event in (s, e) after which the value is over.
-                match self.first_over_start(b, i, e, lim) {
-                    None => return Some(s),
-                    Some((t, fb, fi)) => self.min_end_from(t, fb, fi).unwrap_or(e),
-                }
-            };
-        }
-        None
+                let (t, fb, fi) = self.first_over_start(b, i, e, lim)?;
+                self.min_end_from(t, fb, fi).unwrap_or(e)
+            })
+        })
     }
 
     /// The profile's value at `t` (after every event at `t`), for tests.
