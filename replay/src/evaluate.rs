@@ -115,13 +115,28 @@ impl GridInstance {
         self.request_start.len()
     }
 
+    /// Attempt `j`'s requests, as indices into `request_start` and `request_end`.
+    #[inline]
+    pub fn requests_of(&self, j: usize) -> std::ops::Range<usize> {
+        self.request_first[j]..self.request_first[j + 1]
+    }
+
     /// Attempt `j`'s requests shifted to its start `s`, as `[x, y)` in ns.
     #[inline]
     pub fn shifted_requests(&self, j: usize, s: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
-        let range = self.request_first[j]..self.request_first[j + 1];
-        self.request_start[range.clone()]
+        self.shifted(self.requests_of(j), s)
+    }
+
+    /// The requests `ks` (indices) shifted by `s`, as `[x, y)` in ns.
+    #[inline]
+    pub fn shifted(
+        &self,
+        ks: std::ops::Range<usize>,
+        s: i64,
+    ) -> impl Iterator<Item = (i64, i64)> + '_ {
+        self.request_start[ks.clone()]
             .iter()
-            .zip(&self.request_end[range])
+            .zip(&self.request_end[ks])
             .map(move |(&r0, &r1)| (s + r0, s + r1))
     }
 

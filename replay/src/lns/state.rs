@@ -561,7 +561,15 @@ impl StartState {
             return;
         }
         self.sync_placed(g);
-        // Every attempt still stale is a ghost: removed, its requests in the cover.
+        self.find_ghost_parts(g, lo, hi);
+        self.ghost_parts_current = true;
+        self.ghost_parts_window = (lo, hi);
+    }
+
+    /// Into `ghost_parts`, the parts only the ghosts cover inside `[lo, hi)` (after
+    /// [`StartState::sync_placed`]: every attempt still stale is a ghost, removed with its
+    /// requests in the cover).
+    fn find_ghost_parts(&mut self, g: &GridInstance, lo: i64, hi: i64) {
         let ghosts = &self.stale;
         // Ghosts whose lifetimes (in the cover) do not overlap have disjoint requests
         // (a move removes a few attempts: every pair is checked).
@@ -583,13 +591,14 @@ impl StartState {
         let in_window = |j: u32| {
             let ju = j as usize;
             let at = self.cover_at[ju].expect("a ghost is in the cover");
-            let (first, last) = (g.request_first[ju], g.request_first[ju + 1]);
+            let all = g.requests_of(ju);
             if whole_line {
-                return (at, first, last);
+                return (at, all);
             }
+            let (first, last) = (all.start, all.end);
             let from = first + g.request_end[first..last].partition_point(|&y| at + y <= lo);
             let to = from + g.request_start[from..last].partition_point(|&x| at + x < hi);
-            (at, from, to)
+            (at, from..to)
         };
         let cover = self.cover.as_mut().expect("covers");
         // Disjoint ghosts whose requests' spans other requests cover whole twice throughout
@@ -597,36 +606,34 @@ impl StartState {
         // request by request cost more than it saved: docs/BENCHMARKS.md, eleventh pass.)
         if disjoint
             && ghosts.iter().all(|&j| {
-                let (at, from, to) = in_window(j);
-                from == to || {
-                    let (x, y) = (at + g.request_start[from], at + g.request_end[to - 1]);
+                let (at, ks) = in_window(j);
+                ks.is_empty() || {
+                    let (x, y) = (
+                        at + g.request_start[ks.start],
+                        at + g.request_end[ks.end - 1],
+                    );
                     x < y && cover.thick_over(x, y)
                 }
             })
         {
             self.ghost_parts.clear();
-            self.ghost_parts_current = true;
-            self.ghost_parts_window = (lo, hi);
             return;
         }
         let mut taken = std::mem::take(&mut self.ghost_requests);
         taken.clear();
         for &j in ghosts {
-            let (at, from, to) = in_window(j);
-            taken.extend((from..to).map(|k| (at + g.request_start[k], at + g.request_end[k])));
+            let (at, ks) = in_window(j);
+            taken.extend(g.shifted(ks, at));
         }
         let is_taken = |id: u32| {
-            let id = id as usize;
-            ghosts.iter().any(|&j| {
-                (g.request_first[j as usize]..g.request_first[j as usize + 1]).contains(&id)
-            })
+            ghosts
+                .iter()
+                .any(|&j| g.requests_of(j as usize).contains(&(id as usize)))
         };
         // One ghost's requests are disjoint, so at most one of them covers a bucket whole.
         let depth = if disjoint { 1 } else { ghosts.len() as u32 };
         cover.exclusive_parts(&taken, depth, is_taken, &mut self.ghost_parts);
         self.ghost_requests = taken;
-        self.ghost_parts_current = true;
-        self.ghost_parts_window = (lo, hi);
     }
 
     /// First (`forward`) or last time in `[s, s + d)` at which `j` would break K or a cap
@@ -695,8 +702,9 @@ impl StartState {
     /// lifetime there is at most `c = bound / bytes_b`, so at least `d - c` of the lifetime
     /// lies between the first start and the last end of `b`'s placed users `[L, R]`; hence
     /// the start lies in `[L - c, R - d + c]`. Empty (`lo > hi`) when a group no one else
-    /// uses costs more than `bound` alone. (Narrowing it to the stretches that can hold a whole lifetime when
-    /// `c` is 0 cost more than it saved: docs/BENCHMARKS.md, tenth pass.)
+    /// uses costs more than `bound` alone. (Narrowing it to the stretches that can hold a
+    /// whole lifetime when `c` is 0 cost more than it saved: docs/BENCHMARKS.md, tenth
+    /// pass.)
     pub(super) fn cache_useful_starts(&self, g: &GridInstance, j: u32, bound: u128) -> (i64, i64) {
         debug_assert!(self.blobs_current(), "sync_blobs first");
         let ju = j as usize;
