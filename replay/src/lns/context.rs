@@ -8,6 +8,36 @@ use std::sync::Arc;
 /// How many of an attempt's blobs (the most specific) a cache-chain reinsertion aligns with.
 const ALIGN_BLOBS: usize = 3;
 
+/// One run of values per attempt, flattened: attempt `j`'s at `first[j]..first[j + 1]`.
+#[derive(Debug, Clone)]
+struct PerAttempt {
+    values: Vec<u32>,
+    /// Where each attempt's run starts (one longer than the attempts).
+    first: Vec<usize>,
+}
+
+impl PerAttempt {
+    fn new() -> Self {
+        PerAttempt {
+            values: Vec::new(),
+            first: vec![0],
+        }
+    }
+
+    /// Add the next attempt's run.
+    fn push(&mut self, run: impl IntoIterator<Item = u32>) {
+        self.values.extend(run);
+        self.first.push(self.values.len());
+    }
+
+    /// Attempt `j`'s run.
+    #[inline]
+    fn of(&self, j: u32) -> &[u32] {
+        let j = j as usize;
+        &self.values[self.first[j]..self.first[j + 1]]
+    }
+}
+
 /// Blobs with the same users (the layers of one image, say) have the same cover, so the
 /// chains keep one cover per group of them, whose bytes are the sum of its blobs'. Groups
 /// are numbered in the order of their first blob.
@@ -17,19 +47,15 @@ pub(super) struct BlobGroups {
     pub(super) group_bytes: Vec<u128>,
     /// Longest duration among a group's users, ns.
     pub(super) group_dmax: Vec<i64>,
-    /// Per attempt, the groups of its blobs (each once), at
-    /// `groups_first[j]..groups_first[j + 1]`.
-    groups: Vec<u32>,
-    /// Where each attempt's run of `groups` starts (one longer than the attempts).
-    groups_first: Vec<usize>,
+    /// Per attempt, the groups of its blobs (each once).
+    groups: PerAttempt,
 }
 
 impl BlobGroups {
     /// The groups of `j`'s blobs (each once).
     #[inline]
     pub(super) fn of(&self, j: u32) -> &[u32] {
-        let j = j as usize;
-        &self.groups[self.groups_first[j]..self.groups_first[j + 1]]
+        self.groups.of(j)
     }
 }
 
@@ -41,13 +67,10 @@ pub struct LnsContext {
     /// The blob groups the chains keep one cover for.
     pub(super) groups: Arc<BlobGroups>,
     /// Per attempt, the covers (blob groups) of its [`ALIGN_BLOBS`] most specific blobs
-    /// (fewest users, then lowest id), most specific first, at
-    /// `align_first[j]..align_first[j + 1]`: whose users the cache chain's reinsertions
-    /// align with (a group twice when two of the blobs share it, as they would be read
-    /// twice).
-    align_covers: Vec<u32>,
-    /// Where each attempt's run of `align_covers` starts (one longer than the attempts).
-    align_first: Vec<usize>,
+    /// (fewest users, then lowest id), most specific first: whose users the cache chain's
+    /// reinsertions align with (a group twice when two of the blobs share it, as they would
+    /// be read twice).
+    align_covers: PerAttempt,
     /// Longest duration, ns.
     pub(super) dmax: i64,
     /// The deadline D, ns.
@@ -66,8 +89,7 @@ impl LnsContext {
 
     /// The covers whose users `j`'s reinsertions align with, most specific first.
     pub(super) fn align_covers_of(&self, j: u32) -> &[u32] {
-        let j = j as usize;
-        &self.align_covers[self.align_first[j]..self.align_first[j + 1]]
+        self.align_covers.of(j)
     }
 
     /// Structure of a workload with deadline `deadline`.
@@ -102,34 +124,27 @@ impl LnsContext {
                 k
             })
             .collect();
-        let mut groups = Vec::new();
-        let mut groups_first = Vec::with_capacity(g.len() + 1);
+        let mut groups = PerAttempt::new();
+        let mut align_covers = PerAttempt::new();
+        let (mut run, mut mine) = (Vec::new(), Vec::new());
         for j in 0..g.len() {
-            groups_first.push(groups.len());
-            let from = groups.len();
-            for &b in &g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]] {
-                let k = blob_group[b as usize];
-                if !groups[from..].contains(&k) {
-                    groups.push(k);
-                }
-            }
-        }
-        groups_first.push(groups.len());
-        let mut align_covers = Vec::new();
-        let mut align_first = Vec::with_capacity(g.len() + 1);
-        let mut mine = Vec::new();
-        for j in 0..g.len() {
-            align_first.push(align_covers.len());
             mine.clear();
             mine.extend_from_slice(&g.blob_ids[g.blob_first[j]..g.blob_first[j + 1]]);
+            run.clear();
+            for &b in &mine {
+                let k = blob_group[b as usize];
+                if !run.contains(&k) {
+                    run.push(k);
+                }
+            }
+            groups.push(run.iter().copied());
             mine.sort_by_key(|&b| (blob_users[b as usize].len(), b));
-            align_covers.extend(
+            align_covers.push(
                 mine.iter()
                     .take(ALIGN_BLOBS)
                     .map(|&b| blob_group[b as usize]),
             );
         }
-        align_first.push(align_covers.len());
         // About four requests' worth of time per bucket: a bucket's partial pieces then
         // usually fit the request cover's one-cache-line list.
         let target = (g.request_count() / 4).max(1) as u64;
@@ -143,11 +158,9 @@ impl LnsContext {
                 group_bytes,
                 group_dmax,
                 groups,
-                groups_first,
             }),
             blob_users,
             align_covers,
-            align_first,
             dmax: g.duration.iter().copied().max().unwrap_or(0),
             deadline,
             shift,
