@@ -686,22 +686,16 @@ mod tests {
         );
     }
 
-    /// The parts of `a` outside `b` (both sorted, disjoint interval lists, `b` inside `a`).
+    /// The parts of the gap list `a` outside the gap list `b` (both sorted and disjoint).
     fn interval_difference(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
-        let mut out = Vec::new();
+        let mut parts = crate::cover::GapSet::new();
         for &(x, y) in a {
-            let mut reach = x;
-            for &(p, q) in b.iter().filter(|g| g.1 > x && g.0 < y) {
-                if p > reach {
-                    out.push((reach, p));
-                }
-                reach = reach.max(q);
-            }
-            if reach < y {
-                out.push((reach, y));
-            }
+            parts.add(x, y);
         }
-        out
+        for &(x, y) in b {
+            parts.subtract(x, y);
+        }
+        parts.as_slice().to_vec()
     }
 
     #[test]
