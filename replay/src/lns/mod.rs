@@ -813,6 +813,115 @@ mod tests {
         );
     }
 
+    /// The start of `j` (removed) that an unpruned reinsertion picks: every candidate
+    /// start searched both ways asked with no window, every feasible start scored exactly
+    /// on both objectives, the smallest (primary, secondary, start) kept. `rng` is a copy
+    /// of the chain's, so the candidates are the chain's.
+    fn unpruned_best_start(
+        g: &GridInstance,
+        ctx: &LnsContext,
+        st: &StartState,
+        j: u32,
+        old: i64,
+        objective: Objective,
+        mut rng: ChaCha8Rng,
+    ) -> Option<i64> {
+        let mut cands = Vec::new();
+        moves::candidate_starts(g, ctx, st, j, old, objective, &mut rng, &mut cands);
+        let mut full = st.clone();
+        full.sync_blobs(g);
+        full.prepare_gpu_query(g);
+        let mut scored: Vec<(u128, u128, i64)> = Vec::new();
+        for &(t, forward, backward) in &cands {
+            for (asked, way) in [(forward, true), (backward, false)] {
+                let Some(s) = asked
+                    .then(|| full.feasible_start(g, ctx, j, t, way, (i64::MIN, i64::MAX)))
+                    .flatten()
+                else {
+                    continue;
+                };
+                let gpu = full.gpu_uncovered(g, ctx, j, s) as u128;
+                let cache = full.cache_uncovered_within(g, j, s, u128::MAX).unwrap();
+                scored.push(match objective {
+                    Objective::Gpu => (gpu, cache, s),
+                    Objective::Cache => (cache, gpu, s),
+                });
+            }
+        }
+        scored.into_iter().min().map(|x| x.2)
+    }
+
+    #[test]
+    fn reinsertions_pick_the_start_an_unpruned_search_picks() {
+        // Chains on tiny and small instances (every move kept when it fits, so the state
+        // wanders), each reinsertion's start against the unpruned reinsertion's. The test
+        // must reach tie-breaks on both objectives won by a later tied start (keeping the
+        // earliest tied start fails it, as do a later start winning a tie on the secondary,
+        // a bound one too tight and a stop at a secondary of 1 instead of 0).
+        let (mut tie_breaks, mut later_won) = ([0u64; 2], [0u64; 2]);
+        let instances = (0..4u64)
+            .map(|seed| tiny_fifo(14, seed))
+            .chain((0..2u64).map(|seed| dense_tiny_fifo(12, seed, 4)))
+            .chain([small_deepswe_fifo(30, 4, 10)]);
+        for (i, (g, fifo)) in instances.enumerate() {
+            let ctx = LnsContext::new(&g, fifo.makespan + 100);
+            for objective in [Objective::Gpu, Objective::Cache] {
+                let mut st = StartState::new(&g, &ctx, &fifo.starts);
+                st.set_lazy_blobs(objective == Objective::Gpu);
+                let mut rng = ChaCha8Rng::seed_from_u64(i as u64);
+                let mut scratch = moves::MoveScratch::default();
+                let (mut set, mut pool) = (Vec::new(), Vec::new());
+                for _ in 0..150 {
+                    removal_set(&g, &ctx, &st, 3, &mut rng, &mut set, &mut pool);
+                    let olds: Vec<i64> = set.iter().map(|&j| st.starts[j as usize]).collect();
+                    for &j in &set {
+                        st.remove(&g, j);
+                    }
+                    let mut placed = Vec::new();
+                    for (&j, &old) in set.iter().zip(&olds) {
+                        let want =
+                            unpruned_best_start(&g, &ctx, &st, j, old, objective, rng.clone());
+                        let before = st.tie_breaks;
+                        let got = moves::best_start(
+                            &g,
+                            &ctx,
+                            &mut st,
+                            j,
+                            old,
+                            objective,
+                            &mut rng,
+                            &mut scratch,
+                        );
+                        assert_eq!(got, want, "instance {i}, {objective:?}, attempt {j}");
+                        if st.tie_breaks > before {
+                            let k = usize::from(objective == Objective::Cache);
+                            tie_breaks[k] += 1;
+                            later_won[k] += u64::from(got != scratch.ties.first().copied());
+                        }
+                        let Some(s) = got else { break };
+                        st.insert(&g, j, s);
+                        placed.push(j);
+                    }
+                    if placed.len() < set.len() {
+                        for &j in &placed {
+                            st.remove(&g, j);
+                        }
+                        for (&j, &s) in set.iter().zip(&olds) {
+                            st.insert(&g, j, s);
+                        }
+                    }
+                    st.sync_cover(&g);
+                    st.sync_blobs(&g);
+                }
+            }
+        }
+        // (GPU chain, cache chain): [714, 922] tie-breaks, [153, 311] won by a later start.
+        for k in 0..2 {
+            assert!(tie_breaks[k] > 300, "{tie_breaks:?} tie-breaks");
+            assert!(later_won[k] > 50, "{later_won:?} won by a later tied start");
+        }
+    }
+
     #[test]
     fn incremental_values_equal_a_full_recomputation_and_stay_feasible() {
         let (g, fifo) = small_deepswe_fifo(30, 4, 10);

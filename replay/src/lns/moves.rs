@@ -27,14 +27,14 @@ pub(super) struct MoveScratch {
     cands: Vec<(i64, bool, bool)>,
     /// Feasible starts found.
     tried: Vec<i64>,
-    /// Starts tied on the primary objective.
-    ties: Vec<i64>,
+    /// Starts tied on the primary objective (in ascending order after a tie-break).
+    pub(super) ties: Vec<i64>,
 }
 
 /// Candidate starts of `j` in the current state (before feasibility adjustment), into `c`
 /// with the directions each asks (forward, backward).
 #[allow(clippy::too_many_arguments)]
-fn candidate_starts(
+pub(super) fn candidate_starts(
     g: &GridInstance,
     ctx: &LnsContext,
     st: &StartState,
@@ -125,7 +125,7 @@ pub(super) fn reinsert(
 /// dropped so scores worse than the old one, so the winner is the one an unpruned search
 /// picks.
 #[allow(clippy::too_many_arguments)]
-fn best_start(
+pub(super) fn best_start(
     g: &GridInstance,
     ctx: &LnsContext,
     st: &mut StartState,
@@ -219,15 +219,17 @@ fn best_start(
         return ties.first().copied();
     }
     st.tie_breaks += 1;
+    // Smallest (secondary, start) wins: the tied starts are scored from the earliest on,
+    // and a later one must score strictly less (each score is abandoned at the best so far
+    // less one, and none can beat 0).
+    ties.sort_unstable();
+    let d = g.duration[j as usize];
+    let last = *ties.last().expect("two tied starts");
     match objective {
         // The GPU tie-break reads the request cover, inside the tied starts' windows only.
-        Objective::Cache => {
-            let d = g.duration[j as usize];
-            let (first, last) = ties
-                .iter()
-                .fold((i64::MAX, i64::MIN), |(a, b), &s| (a.min(s), b.max(s)));
-            st.prepare_gpu_query_within(g, first, last + d);
-        }
+        // (Preparing the earliest's window alone first cost more than it saved:
+        // docs/BENCHMARKS.md, twelfth pass.)
+        Objective::Cache => st.prepare_gpu_query_within(g, ties[0], last + d),
         // The cache tie-break reads the blob covers, where removed attempts may still be
         // (read around them when nothing else is out of date).
         Objective::Gpu => {
@@ -237,16 +239,26 @@ fn best_start(
         }
     }
     let st = &*st;
-    ties.iter()
-        .map(|&s| {
-            let secondary = match objective {
-                Objective::Gpu => st.cache_uncovered_around_ghosts(g, j, s),
-                Objective::Cache => st.gpu_uncovered(g, ctx, j, s) as u128,
-            };
-            (secondary, s)
-        })
-        .min()
-        .map(|x| x.1)
+    let mut best = (u128::MAX, i64::MAX);
+    for &s in ties.iter() {
+        let secondary = match objective {
+            Objective::Cache => {
+                let bound = i64::try_from(best.0).map_or(i64::MAX, |b| b - 1);
+                st.gpu_uncovered_within(g, ctx, j, s, bound)
+                    .map(|v| v as u128)
+            }
+            Objective::Gpu => Some(st.cache_uncovered_around_ghosts(g, j, s)),
+        };
+        if let Some(v) = secondary
+            && v < best.0
+        {
+            best = (v, s);
+        }
+        if best.0 == 0 {
+            break;
+        }
+    }
+    Some(best.1)
 }
 
 pub(super) fn cost(st: &StartState, objective: Objective) -> u128 {

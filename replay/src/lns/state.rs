@@ -242,6 +242,7 @@ impl StartState {
     }
 
     /// Request time of `j` at start `s` not covered by the placed attempts' requests.
+    #[cfg(test)]
     pub(super) fn gpu_uncovered(&self, g: &GridInstance, ctx: &LnsContext, j: u32, s: i64) -> i64 {
         self.gpu_uncovered_within(g, ctx, j, s, i64::MAX)
             .unwrap_or(i64::MAX)
