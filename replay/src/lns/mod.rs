@@ -813,9 +813,9 @@ mod tests {
         );
     }
 
-    /// The start of `j` (removed) that an unpruned reinsertion picks: every candidate
-    /// start searched both ways asked with no window, every feasible start scored exactly
-    /// on both objectives, the smallest (primary, secondary, start) kept. `rng` is a copy
+    /// The start of `j` (removed) that an unpruned reinsertion picks: each candidate start
+    /// searched in every direction it asks, with no window, and every feasible start found
+    /// scored exactly on both objectives; the smallest (primary, secondary, start) wins. `rng` is a copy
     /// of the chain's, so the candidates are the chain's.
     fn unpruned_best_start(
         g: &GridInstance,

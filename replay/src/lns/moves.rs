@@ -223,13 +223,14 @@ pub(super) fn best_start(
     // and a later one must score strictly less (each score is abandoned at the best so far
     // less one, and none can beat 0).
     ties.sort_unstable();
-    let d = g.duration[j as usize];
-    let last = *ties.last().expect("two tied starts");
     match objective {
         // The GPU tie-break reads the request cover, inside the tied starts' windows only.
         // (Preparing the earliest's window alone first cost more than it saved:
         // docs/BENCHMARKS.md, twelfth pass.)
-        Objective::Cache => st.prepare_gpu_query_within(g, ties[0], last + d),
+        Objective::Cache => {
+            let last_end = ties[ties.len() - 1] + g.duration[j as usize];
+            st.prepare_gpu_query_within(g, ties[0], last_end);
+        }
         // The cache tie-break reads the blob covers, where removed attempts may still be
         // (read around them when nothing else is out of date).
         Objective::Gpu => {
