@@ -108,7 +108,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
                 },
             )
             .map_err(exit_code)?;
-            println!(
+            model::outln!(
                 "audit shard {shard}: {}, {} attempts, parts in {}",
                 read_totals(&archives),
                 archives.iter().map(|a| a.attempts).sum::<usize>(),
@@ -146,7 +146,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
                     .map_err(exit_code)?;
             let x = audit::extract::extract_attempt(&cfg, &archive, &prefix, &to)
                 .map_err(|e| (1, e.into()))?;
-            println!(
+            model::outln!(
                 "extracted {} files of {} from {} into {}",
                 x.files.len(),
                 prefix,
@@ -189,9 +189,9 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
 }
 
 fn print_cohorts(r: &audit::AuditReport) {
-    println!("{}", read_totals(&r.archives));
+    model::outln!("{}", read_totals(&r.archives));
     for (w, s) in &r.document.workloads {
-        println!(
+        model::outln!(
             "{w}: {} audited, {} included, {} excluded, {} pilot, {} flagged",
             s.audited,
             s.included,

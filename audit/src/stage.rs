@@ -34,7 +34,7 @@ pub struct AuditReport {
 pub fn run(cfg: &LoadedConfig, opts: &AuditOptions) -> Result<AuditReport, AuditError> {
     let run_dir = RunDir::new(&cfg.run_dir);
     let sources_text = sources_text(cfg);
-    let _lock = lock_and_tidy(run_dir.root(), "audit")?;
+    let _lock = lock_and_tidy(run_dir.root(), std::path::Path::new(""), "audit")?;
     let pool = thread_pool(opts)?;
     // Each archive's request rows are streamed to the requests frame in manifest order and
     // then released, and its attempts go to the spill, so memory follows the batch (plus a
@@ -70,8 +70,13 @@ fn sources_text(cfg: &LoadedConfig) -> String {
 
 /// Create `dir`, take its lock, and remove temporary files of a killed earlier write (their
 /// process is gone).
-fn lock_and_tidy(dir: &std::path::Path, holder: &str) -> Result<model::RunLock, AuditError> {
-    std::fs::create_dir_all(dir).map_err(|source| AuditError::Io {
+fn lock_and_tidy(
+    run_root: &std::path::Path,
+    below: &std::path::Path,
+    holder: &str,
+) -> Result<model::RunLock, AuditError> {
+    let dir = &run_root.join(below);
+    model::run_dir::create_dir_below(run_root, below).map_err(|source| AuditError::Io {
         path: dir.to_path_buf(),
         source,
     })?;
@@ -228,6 +233,12 @@ struct ArchivePart {
 
 /// The files of one archive's part below a shard's directory: the attempts (JSON) and the
 /// request rows (Parquet), named by the archive's position in the manifest.
+fn file_name_of(path: &std::path::Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default()
+}
+
 fn part_files(dir: &std::path::Path, manifest_index: usize) -> (PathBuf, PathBuf) {
     let stem = format!("archive-{manifest_index:06}");
     (
@@ -246,7 +257,7 @@ pub fn run_shard(
     opts: &AuditOptions,
 ) -> Result<Vec<ArchiveAudit>, AuditError> {
     let dir = shard.dir(&cfg.run_dir);
-    let _lock = lock_and_tidy(&dir, "audit shard")?;
+    let _lock = lock_and_tidy(&cfg.run_dir, &shard.relative_dir(), "audit shard")?;
     let pool = thread_pool(opts)?;
     let index: BTreeMap<&str, usize> = cfg
         .archives
@@ -256,6 +267,7 @@ pub fn run_shard(
         .collect();
     let mine = shard.narrow(cfg).archives;
     let mut archives = Vec::new();
+    let mut parts = Vec::new();
     scan_in_batches(cfg, &mine, pool.as_ref(), |spec, mut a, stats| {
         let (attempts_path, requests_path) = part_files(&dir, index[spec.archive_id.as_str()]);
         let mut df = output::requests_batch(&a);
@@ -282,9 +294,17 @@ pub fn run_shard(
             })
         })?;
         frames::atomic_write(&attempts_path, text.as_bytes())?;
+        for p in [&requests_path, &attempts_path] {
+            parts.push(file_name_of(p));
+        }
         Ok(())
     })?;
-    let record = model::shard::ShardRecord::new(STAGE_NAME, shard, cfg);
+    let record = model::shard::ShardRecord::new(STAGE_NAME, shard, cfg)
+        .with_parts(&dir, parts)
+        .map_err(|source| AuditError::Io {
+            path: dir.clone(),
+            source,
+        })?;
     let text = serde_json::to_string_pretty(&record).unwrap_or_default() + "\n";
     frames::atomic_write(
         &dir.join(model::shard::ShardRecord::file_name(STAGE_NAME)),
@@ -299,10 +319,9 @@ pub fn run_shard(
 /// archive by archive in manifest order, then the cohort rules over every attempt.
 pub fn merge_shards(cfg: &LoadedConfig) -> Result<AuditReport, AuditError> {
     let run_dir = RunDir::new(&cfg.run_dir);
-    let _lock = lock_and_tidy(run_dir.root(), "audit merge")?;
-    let count = model::shard::check_shards(cfg, STAGE_NAME)?
-        .first()
-        .map_or(1, |(s, _)| s.count);
+    let _lock = lock_and_tidy(run_dir.root(), std::path::Path::new(""), "audit merge")?;
+    let shards = model::shard::check_shards(cfg, STAGE_NAME)?;
+    let count = shards.first().map_or(1, |(s, _)| s.count);
     let sources_text = sources_text(cfg);
     let mut requests = output::requests_writer(&run_dir, &sources_text);
     let mut attempts = AttemptSpill::new(run_dir.root())?;
@@ -312,7 +331,11 @@ pub fn merge_shards(cfg: &LoadedConfig) -> Result<AuditReport, AuditError> {
             index: model::shard::shard_of(&spec.archive_id, count),
             count,
         };
-        let (attempts_path, requests_path) = part_files(&shard.dir(&cfg.run_dir), i);
+        let dir = shard.dir(&cfg.run_dir);
+        let record = &shards[shard.index as usize].1;
+        let (attempts_path, requests_path) = part_files(&dir, i);
+        let attempts_path = record.part_path(&dir, &file_name_of(&attempts_path))?;
+        let requests_path = record.part_path(&dir, &file_name_of(&requests_path))?;
         let df = frames::read_frame(
             &requests_path,
             "requests",
@@ -377,20 +400,35 @@ impl model::Stage for AuditStage {
             },
         )
         .map_err(|e| model::StageError::new(STAGE_NAME, model::stage::FailureKind::Failed, e))?;
-        let parts: Vec<String> = r
-            .document
-            .workloads
-            .iter()
-            .map(|(w, s)| {
-                format!(
-                    "{w} {}/{} included ({} pilot)",
-                    s.included, s.audited, s.pilot
-                )
-            })
-            .collect();
-        Ok(format!(
-            "cohort matches pipeline.yaml: {}",
-            parts.join(", ")
-        ))
+        Ok(cohort_summary(&r))
     }
+    fn merge_shards(
+        &self,
+        cfg: &LoadedConfig,
+        _ctx: &model::StageContext,
+    ) -> Option<Result<String, model::StageError>> {
+        Some(merge_shards(cfg).map(|r| cohort_summary(&r)).map_err(|e| {
+            let kind = match e {
+                AuditError::Shards(_) => model::stage::FailureKind::Refused,
+                _ => model::stage::FailureKind::Failed,
+            };
+            model::StageError::new(STAGE_NAME, kind, e)
+        }))
+    }
+}
+
+/// The stage's one-line summary: the cohort per workload.
+fn cohort_summary(r: &AuditReport) -> String {
+    let parts: Vec<String> = r
+        .document
+        .workloads
+        .iter()
+        .map(|(w, s)| {
+            format!(
+                "{w} {}/{} included ({} pilot)",
+                s.included, s.audited, s.pilot
+            )
+        })
+        .collect();
+    format!("cohort matches pipeline.yaml: {}", parts.join(", "))
 }

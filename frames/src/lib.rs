@@ -91,6 +91,14 @@ pub fn atomic_write_with(
 ) -> Result<(), FrameError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(FrameError::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(
+                "is a symbolic link; a run directory holds no links it did not make, so it is not replaced (remove the link)",
+            ),
+        });
+    }
     let tmp = temp::temp_path_for(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;

@@ -78,7 +78,11 @@ pub fn run(cfg: &LoadedConfig, opts: &IngestOptions) -> Result<IngestReport, Ing
         Some(shard) => shard.dir(&cfg.run_dir),
         None => cfg.run_dir.clone(),
     };
-    std::fs::create_dir_all(&lock_dir).map_err(IngestError::io(&lock_dir))?;
+    match opts.shard {
+        Some(shard) => model::run_dir::create_dir_below(&cfg.run_dir, shard.relative_dir()),
+        None => model::run_dir::create_dir_below(&cfg.run_dir, ""),
+    }
+    .map_err(IngestError::io(&lock_dir))?;
     let _lock = model::RunLock::acquire(&lock_dir, "ingest")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -304,7 +308,9 @@ pub async fn run_async(
     let text = serde_json::to_string_pretty(&doc).expect("json") + "\n";
     frames::atomic_write(&run_json_path, text.as_bytes())?;
     if let Some(shard) = opts.shard {
-        let record = model::shard::ShardRecord::new(crate::stage::STAGE_NAME, shard, whole);
+        let record = model::shard::ShardRecord::new(crate::stage::STAGE_NAME, shard, whole)
+            .with_parts(&out_dir, [LEDGER_FILE.to_string()])
+            .map_err(IngestError::io(&ledger_path))?;
         let path = out_dir.join(model::shard::ShardRecord::file_name(
             crate::stage::STAGE_NAME,
         ));
@@ -336,9 +342,9 @@ pub fn merge_shards(cfg: &LoadedConfig) -> Result<Vec<crate::LedgerRow>, IngestE
         .map(|(i, a)| (a.archive_id.as_str(), i))
         .collect();
     let mut rows = Vec::new();
-    for (shard, _) in &shards {
+    for (shard, record) in &shards {
         rows.extend(crate::ledger::read_ledger(
-            &shard.dir(&cfg.run_dir).join(LEDGER_FILE),
+            &record.part_path(&shard.dir(&cfg.run_dir), LEDGER_FILE)?,
         )?);
     }
     rows.sort_by_key(|r| {

@@ -68,7 +68,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     if args.print_ledger_schema {
-        print!(
+        model::out!(
             "{}",
             ingest::ledger::LEDGER.json_schema_text(model::run_dir::FRAME_SCHEMA_VERSION)
         );
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
     if let Some(Command::Merge) = args.command {
         return match ingest::engine::merge_shards(&cfg) {
             Ok(rows) => {
-                println!(
+                model::outln!(
                     "ingest: merged {} ledger rows of {} archives into {}",
                     rows.len(),
                     cfg.archives.len(),
@@ -116,7 +116,7 @@ fn main() -> ExitCode {
     };
     match ingest::run(&cfg, &opts) {
         Ok(report) => {
-            println!("ingest: {}", report.summary_line());
+            model::outln!("ingest: {}", report.summary_line());
             ExitCode::SUCCESS
         }
         Err(e) => {

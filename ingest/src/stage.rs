@@ -71,13 +71,32 @@ impl Stage for IngestStage {
         };
         match crate::run(cfg, &opts) {
             Ok(report) => Ok(report.summary_line()),
-            Err(e) => {
-                let kind = match e {
-                    IngestError::Config(_) => FailureKind::Refused,
-                    _ => FailureKind::Failed,
-                };
-                Err(StageError::new(STAGE_NAME, kind, e))
-            }
+            Err(e) => Err(stage_error(e)),
         }
     }
+    fn merge_shards(
+        &self,
+        cfg: &LoadedConfig,
+        _ctx: &StageContext,
+    ) -> Option<Result<String, StageError>> {
+        Some(
+            crate::engine::merge_shards(cfg)
+                .map(|rows| {
+                    format!(
+                        "merged {} ledger rows of {} archives from the shards",
+                        rows.len(),
+                        cfg.archives.len()
+                    )
+                })
+                .map_err(stage_error),
+        )
+    }
+}
+
+fn stage_error(e: IngestError) -> StageError {
+    let kind = match e.exit_code() {
+        2 => FailureKind::Refused,
+        _ => FailureKind::Failed,
+    };
+    StageError::new(STAGE_NAME, kind, e)
 }

@@ -47,8 +47,11 @@ impl Store {
     fn create(run_dir: &Path) -> Result<Store, IngestError> {
         let run = RunDir::new(run_dir);
         let tmp = run.root().join("store").join("tmp");
-        for d in [run.store_dir(), tmp.clone()] {
-            std::fs::create_dir_all(&d).map_err(IngestError::io(&d))?;
+        for (d, rel) in [
+            (run.store_dir(), "store/sha256"),
+            (tmp.clone(), "store/tmp"),
+        ] {
+            model::run_dir::create_dir_below(run.root(), rel).map_err(IngestError::io(&d))?;
         }
         Ok(Store { run, tmp })
     }

@@ -45,6 +45,50 @@ impl RunDir {
     }
 }
 
+/// The error for a symbolic link found where a run writes: the run directory holds no
+/// links it did not make, so nothing is written through one (a lock note, a stage record
+/// or a shard part would otherwise land in whatever file the link names).
+pub fn link_refused(link: &Path) -> std::io::Error {
+    std::io::Error::other(format!(
+        "{} is a symbolic link; a run directory holds no links it did not make, so nothing is written through it (remove the link)",
+        link.display()
+    ))
+}
+
+/// Whether `path` itself is a symbolic link (a missing path is not).
+pub fn is_link(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// Create `root/rel` directory by directory, refusing any symbolic link below `root` on
+/// the way (`root` itself may be one: a run directory on another disk). Returns the path.
+pub fn create_dir_below(root: &Path, rel: impl AsRef<Path>) -> std::io::Result<PathBuf> {
+    std::fs::create_dir_all(root)?;
+    let mut path = root.to_path_buf();
+    for part in rel.as_ref().components() {
+        path.push(part);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.file_type().is_symlink() => return Err(link_refused(&path)),
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a directory",
+                    path.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                match std::fs::create_dir(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(path)
+}
+
 /// Whether a directory is a run directory of this toolkit: one of its commands has written
 /// there (every writer takes the lock, which leaves `.lock`; `pipeline run` also keeps
 /// `.stages/`).
@@ -160,5 +204,31 @@ mod tests {
         assert!(e.to_string().contains("format_version none"), "{e}");
         let e = check_json_version(p, "not json", 1).unwrap_err();
         assert!(matches!(e, DocumentError::Invalid { .. }), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn directories_below_the_root_are_made_but_links_there_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("run");
+        let made = create_dir_below(&root, "shards/0-of-2").unwrap();
+        assert!(made.is_dir() && made == root.join("shards/0-of-2"));
+        // Again: already there is fine.
+        create_dir_below(&root, "shards/0-of-2").unwrap();
+        let elsewhere = d.path().join("users-own");
+        std::fs::create_dir(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, root.join(".stages")).unwrap();
+        let e = create_dir_below(&root, ".stages").unwrap_err().to_string();
+        assert!(e.contains(".stages is a symbolic link"), "{e}");
+        std::os::unix::fs::symlink(&elsewhere, root.join("shards/1-of-2")).unwrap();
+        let e = create_dir_below(&root, "shards/1-of-2")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("1-of-2 is a symbolic link"), "{e}");
+        // The root itself may be a link.
+        let linked_root = d.path().join("linked-run");
+        std::os::unix::fs::symlink(&root, &linked_root).unwrap();
+        create_dir_below(&linked_root, "shards/0-of-2").unwrap();
+        assert!(is_link(&root.join(".stages")) && !is_link(&root.join("absent")));
     }
 }

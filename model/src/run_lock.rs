@@ -65,13 +65,17 @@ impl RunLock {
             return Ok(RunLock { key });
         }
         let path = key.join(LOCK_FILE);
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .map_err(io(&path))?;
+        if crate::run_dir::is_link(&path) {
+            return Err(RunLockError::Io {
+                source: crate::run_dir::link_refused(&path),
+                path,
+            });
+        }
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+        let mut file = options.open(&path).map_err(io(&path))?;
         match file.try_lock() {
             Ok(()) => {}
             Err(TryLockError::WouldBlock) => {
@@ -165,5 +169,21 @@ mod tests {
         );
         drop(other);
         RunLock::acquire(dir.path(), "audit").expect("free once the holder closes it");
+    }
+
+    /// A `.lock` replaced by a link to a user's file is refused, and the file is untouched.
+    #[cfg(unix)]
+    #[test]
+    fn a_lock_file_that_is_a_link_is_refused_and_its_target_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        std::fs::create_dir(&run).unwrap();
+        let users = dir.path().join("notes.txt");
+        std::fs::write(&users, "my notes\n").unwrap();
+        std::os::unix::fs::symlink(&users, run.join(LOCK_FILE)).unwrap();
+        let e = RunLock::acquire(&run, "pipeline run").unwrap_err();
+        let text = format!("{e}: {}", std::error::Error::source(&e).unwrap());
+        assert!(text.contains(".lock is a symbolic link"), "{text}");
+        assert_eq!(std::fs::read_to_string(&users).unwrap(), "my notes\n");
     }
 }

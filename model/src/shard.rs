@@ -73,7 +73,12 @@ impl Shard {
 
     /// This shard's directory: `run_dir/shards/I-of-N/`.
     pub fn dir(&self, run_dir: &Path) -> PathBuf {
-        shards_dir(run_dir).join(self.to_string())
+        run_dir.join(self.relative_dir())
+    }
+
+    /// This shard's directory relative to the run directory: `shards/I-of-N`.
+    pub fn relative_dir(&self) -> PathBuf {
+        Path::new("shards").join(self.to_string())
     }
 
     /// The config narrowed to this shard's archives (manifest order kept).
@@ -121,6 +126,39 @@ pub struct ShardRecord {
     pub manifest_sha256: String,
     /// The archives it processed, in manifest order.
     pub archives: Vec<String>,
+    /// Every file the shard wrote for the merge, with its SHA256 and size as written: the
+    /// merge reads only these, and refuses one whose bytes changed since.
+    pub parts: Vec<ShardPart>,
+}
+
+/// One file a shard wrote for the merge.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShardPart {
+    /// The file's name in the shard's directory.
+    pub file: String,
+    /// SHA256 of its bytes, lowercase hex.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
+/// SHA256 (lowercase hex) and size of a file, streaming.
+pub fn hash_file(path: &Path) -> std::io::Result<(String, u64)> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    let mut n = 0u64;
+    loop {
+        let k = f.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        h.update(&buf[..k]);
+        n += k as u64;
+    }
+    Ok((hex::encode(h.finalize()), n))
 }
 
 impl ShardRecord {
@@ -139,6 +177,42 @@ impl ShardRecord {
                 .filter(|a| shard.owns(&a.archive_id))
                 .map(|a| a.archive_id.clone())
                 .collect(),
+            parts: Vec::new(),
+        }
+    }
+
+    /// The record with `files` (names in the shard's directory `dir`, as written) listed as
+    /// its parts, each hashed now: called when the shard finished writing them.
+    pub fn with_parts(
+        mut self,
+        dir: &Path,
+        files: impl IntoIterator<Item = String>,
+    ) -> std::io::Result<Self> {
+        for file in files {
+            let (sha256, bytes) = hash_file(&dir.join(&file)).map_err(|e| {
+                std::io::Error::new(e.kind(), format!("{}: {e}", dir.join(&file).display()))
+            })?;
+            self.parts.push(ShardPart {
+                file,
+                sha256,
+                bytes,
+            });
+        }
+        Ok(self)
+    }
+
+    /// The path of a part the merge reads, which the record must list (its bytes were
+    /// checked against the record by [`check_shards`]).
+    pub fn part_path(&self, dir: &Path, file: &str) -> Result<PathBuf, ShardMergeError> {
+        if self.parts.iter().any(|p| p.file == file) {
+            Ok(dir.join(file))
+        } else {
+            Err(ShardMergeError::Foreign {
+                dir: dir.to_path_buf(),
+                why: format!(
+                    "its record does not list the part `{file}` (a shard of an older build, or an edited record); rerun the shard"
+                ),
+            })
         }
     }
 
@@ -218,14 +292,22 @@ pub fn check_shards(
         for e in std::fs::read_dir(&root).map_err(io(&root))? {
             let e = e.map_err(io(&root))?;
             let name = e.file_name().to_string_lossy().to_string();
-            let shard = name
-                .split_once("-of-")
-                .and_then(|(i, n)| format!("{i}/{n}").parse::<Shard>().ok())
+            let Some((i, n)) = name.split_once("-of-") else {
+                continue;
+            };
+            let shard = format!("{i}/{n}")
+                .parse::<Shard>()
+                .ok()
                 .filter(|s| s.to_string() == name);
-            if let Some(s) = shard
-                && e.path().join(&file).is_file()
-            {
-                found.push(s);
+            match shard {
+                Some(s) if e.path().join(&file).is_file() => found.push(s),
+                Some(_) => {}
+                None => {
+                    return Err(ShardMergeError::Foreign {
+                        dir: e.path(),
+                        why: "is named like a shard directory but is none (I-of-N with 0 <= I < N); remove or rename it".into(),
+                    });
+                }
             }
         }
     }
@@ -298,6 +380,45 @@ pub fn check_shards(
                 record.archives.join(", "),
                 expected.join(", ")
             )));
+        }
+        // A shard run again writes its parts before its new record: while it holds its
+        // lock, the record on disk may describe parts that are being replaced.
+        if let Err(e) = crate::RunLock::acquire(&dir, &format!("{stage} merge")) {
+            return Err(foreign(format!("is still being written: {e}")));
+        }
+        for part in &record.parts {
+            let path = dir.join(&part.file);
+            if part.file.contains(['/', '\\']) || part.file.starts_with('.') {
+                return Err(foreign(format!(
+                    "its record lists `{}`, which is not a file of the shard's directory",
+                    part.file
+                )));
+            }
+            let changed = |why: String| ShardMergeError::Foreign {
+                dir: path.clone(),
+                why: format!(
+                    "{why}; the part changed after shard {shard} finished: rerun that shard"
+                ),
+            };
+            if crate::run_dir::is_link(&path) {
+                return Err(ShardMergeError::Io {
+                    source: crate::run_dir::link_refused(&path),
+                    path,
+                });
+            }
+            let (sha256, bytes) = hash_file(&path).map_err(io(&path))?;
+            if bytes != part.bytes {
+                return Err(changed(format!(
+                    "{bytes} bytes, its shard record says {}",
+                    part.bytes
+                )));
+            }
+            if sha256 != part.sha256 {
+                return Err(changed(format!(
+                    "sha256 {sha256}, its shard record says {}",
+                    part.sha256
+                )));
+            }
         }
         out.push((shard, record));
     }

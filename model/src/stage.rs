@@ -118,6 +118,16 @@ pub trait Stage: Sync {
     }
     /// Run the stage; on success, a one-line summary of what it did.
     fn run(&self, cfg: &LoadedConfig, ctx: &StageContext) -> Result<String, StageError>;
+    /// For a stage that runs as shards (`--shard I/N`): merge its finished shards below
+    /// `run_dir/shards/` into the outputs [`Stage::run`] writes, byte for byte, after
+    /// checking every part against its shard's record. `None`: the stage has no shards.
+    fn merge_shards(
+        &self,
+        _cfg: &LoadedConfig,
+        _ctx: &StageContext,
+    ) -> Option<Result<String, StageError>> {
+        None
+    }
 }
 
 /// The files directly below the run directory a stage writes (its outputs and run facts),

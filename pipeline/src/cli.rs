@@ -87,6 +87,12 @@ pub enum Command {
         /// Print the run summary as JSON on stdout.
         #[arg(long)]
         json: bool,
+        /// Ingest and audit ran as shards (`--shard I/N` for every I): merge their finished
+        /// shards instead of running those stages here (every part checked against its
+        /// shard's record), then run the rest and write provenance as a one-process run
+        /// does.
+        #[arg(long)]
+        from_shards: bool,
     },
     /// Check a run directory: recompute every output's SHA256 against provenance.json and
     /// re-derive the audit, replay and report outputs from its verified store.
@@ -183,7 +189,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             if zoo.as_deref() == Some("list") {
                 for i in demo::zoo::zoo()? {
-                    println!("{:<18} {}", i.name, i.about);
+                    model::outln!("{:<18} {}", i.name, i.about);
                 }
                 return Ok(());
             }
@@ -210,19 +216,22 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                         .with_context(|| format!("writing the demo corpus to {}", out.display()))?
                 }
             };
-            println!(
+            model::outln!(
                 "wrote {} archives ({} bytes) to {}",
                 s.archives.len(),
                 s.archives.iter().map(|a| a.bytes).sum::<u64>(),
                 out.display()
             );
             for (w, e) in &s.expected {
-                println!(
+                model::outln!(
                     "  {w}: {} audited, {} included, {} pilot, {} start files",
-                    e.audited, e.included, e.pilot, e.start_files
+                    e.audited,
+                    e.included,
+                    e.pilot,
+                    e.start_files
                 );
             }
-            println!(
+            model::outln!(
                 "run it: pipeline run {}",
                 out.join("pipeline.yaml").display()
             );
@@ -235,9 +244,11 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             threads,
             quiet,
             json,
+            from_shards,
         } => {
             let opts = crate::run::RunOptions {
                 force,
+                from_shards,
                 // The embedded demo run is offline by construction (file locations only).
                 offline,
                 threads,
@@ -249,9 +260,9 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             };
             let summary = crate::run::run_all(&cfg, &opts)?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&summary)?);
+                model::outln!("{}", serde_json::to_string_pretty(&summary)?);
             } else if !quiet {
-                print!("{}", crate::run::summary_table(&summary)?);
+                model::out!("{}", crate::run::summary_table(&summary)?);
             }
             Ok(())
         }
@@ -261,7 +272,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         } => {
             let r = crate::provenance::verify(&run_dir, !hashes_only)?;
             if r.differences.is_empty() {
-                println!(
+                model::outln!(
                     "{}: ok, {} hashes match{}",
                     run_dir.display(),
                     r.checked,
@@ -271,7 +282,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                         " (ledger and outputs re-derived from the verified store)"
                     }
                 );
-                println!("{}", r.build);
+                model::outln!("{}", r.build);
                 Ok(())
             } else {
                 Err(Failure {
@@ -310,7 +321,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
         ),
         Command::Check { config } => {
             let c = model::load_config(&config)?;
-            println!(
+            model::outln!(
                 "{}: ok ({} archives, workloads {})",
                 config.display(),
                 c.archives.len(),
@@ -337,7 +348,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             }
             for (p, text) in files {
                 frames::atomic_write(&p, text.as_bytes())?;
-                println!("wrote {}", p.display());
+                model::outln!("wrote {}", p.display());
             }
             Ok(())
         }

@@ -105,7 +105,7 @@ pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
     frames::atomic_write(&report_file, report.to_json().as_bytes())?;
     if !args.quiet {
         for line in report.archive_lines() {
-            println!("  {line}");
+            model::outln!("  {line}");
         }
     }
     let mut sources = Vec::new();
@@ -126,7 +126,7 @@ pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
         })
         .collect::<Vec<_>>()
         .join(", ");
-    println!(
+    model::outln!(
         "pinned {} archives ({per_workload}) from {}; wrote {} and {}",
         report.archives.len(),
         sources.join(" and "),

@@ -309,6 +309,10 @@ pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
             prov.pipeline_yaml_sha256
         ));
     }
+    let config: PipelineConfig = serde_yaml::from_str(&snap_text)
+        .with_context(|| format!("{}: not a pipeline.yaml", snap.display()))?;
+    let cfg = config_of_run(run.root(), &prov, &snap_text, config)?;
+    check_against_registry(&run, &prov, &cfg, &mut rep);
     for o in &prov.outputs {
         let p = run.file(&o.path);
         match sha256_file(&p) {
@@ -332,9 +336,118 @@ pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
         check_pins(&run, &prov, ledger, &mut rep);
     }
     if rederive && rep.differences.is_empty() {
-        rederive_outputs(&run, &prov, ledger.as_deref(), &snap_text, &mut rep)?;
+        rederive_outputs(&run, &prov, ledger.as_deref(), &cfg, &mut rep)?;
     }
     Ok(rep)
+}
+
+/// The config of a recorded run: its snapshot's settings over the archives provenance
+/// lists (their locations are checked against the ledger, their bytes against the store).
+fn config_of_run(
+    run_dir: &Path,
+    prov: &Provenance,
+    config_text: &str,
+    config: PipelineConfig,
+) -> Result<LoadedConfig> {
+    let mut archives = Vec::new();
+    for a in &prov.archives {
+        archives.push(ArchiveSpec {
+            archive_id: a.archive_id.clone(),
+            workload: WorkloadId::parse(&a.workload)
+                .with_context(|| format!("workload `{}`", a.workload))?,
+            sha256: a.sha256.clone(),
+            bytes: a.bytes,
+            gcs: None,
+            hf: None,
+            file: None,
+        });
+    }
+    Ok(LoadedConfig {
+        path: run_dir.join(CONFIG_SNAPSHOT),
+        text: config_text.to_string(),
+        sha256: prov.pipeline_yaml_sha256.clone(),
+        config,
+        run_dir: run_dir.to_path_buf(),
+        archives,
+    })
+}
+
+/// What provenance says must be what the registry derives from the run's own config: every
+/// declared output of every stage listed once, under its stage and with its declared
+/// inputs, nothing else listed; the config facts it repeats (seed, workload order, tool
+/// version) equal to the snapshot's. A document pruned or edited by hand is named here,
+/// whatever the files hash to.
+fn check_against_registry(
+    run: &RunDir,
+    prov: &Provenance,
+    cfg: &LoadedConfig,
+    rep: &mut VerifyReport,
+) {
+    let doc = run.file(PROVENANCE_FILE);
+    let mut declared: std::collections::BTreeMap<String, (&str, Vec<String>)> =
+        std::collections::BTreeMap::new();
+    for stage in STAGES {
+        let inputs = stage_inputs(stage, cfg);
+        for n in stage.outputs(cfg) {
+            declared
+                .entry(n)
+                .or_insert_with(|| (stage.name(), inputs.clone()));
+        }
+    }
+    let mut listed = std::collections::BTreeSet::new();
+    for o in &prov.outputs {
+        if !listed.insert(o.path.as_str()) {
+            rep.differences
+                .push(format!("{}: lists `{}` twice", doc.display(), o.path));
+            continue;
+        }
+        match declared.get(&o.path) {
+            None => rep.differences.push(format!(
+                "{}: lists `{}`, which no stage of this config declares",
+                doc.display(),
+                o.path
+            )),
+            Some((stage, inputs)) if o.stage != *stage || &o.inputs != inputs => {
+                rep.differences.push(format!(
+                    "{}: `{}`: recorded as written by {} from [{}]; the registry says {stage} from [{}]",
+                    doc.display(),
+                    o.path,
+                    o.stage,
+                    o.inputs.join(", "),
+                    inputs.join(", ")
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    for (path, (stage, _)) in &declared {
+        if !listed.contains(path.as_str()) {
+            rep.differences.push(format!(
+                "{}: does not list `{path}`, an output of the {stage} stage",
+                doc.display()
+            ));
+        }
+    }
+    let search = &cfg.config.search;
+    let mut fact = |name: &str, recorded: String, snapshot: String| {
+        if recorded != snapshot {
+            rep.differences.push(format!(
+                "{}: {name} is {recorded}; the run's pipeline.yaml says {snapshot}",
+                doc.display()
+            ));
+        }
+    };
+    fact("seed", prov.seed.to_string(), search.seed.to_string());
+    fact(
+        "order",
+        format!("{:?}", prov.order),
+        format!("{:?}", search.order),
+    );
+    fact(
+        "tool_version",
+        prov.tool_version.clone(),
+        prov.build.tool_version.clone(),
+    );
 }
 
 /// The pins provenance records per archive must be the (hash-checked) ledger's.
@@ -397,42 +510,26 @@ fn rederive_outputs(
     run: &RunDir,
     prov: &Provenance,
     ledger: Option<&[ingest::ledger::LedgerRow]>,
-    config_text: &str,
+    recorded: &LoadedConfig,
     rep: &mut VerifyReport,
 ) -> Result<()> {
-    let config: PipelineConfig =
-        serde_yaml::from_str(config_text).context("the run's pipeline.yaml snapshot")?;
     let scratch = tempfile::tempdir().context("scratch directory")?;
     let srun = RunDir::new(scratch.path());
     std::fs::create_dir_all(srun.store_dir())?;
-    let mut archives = Vec::new();
     for a in &prov.archives {
         let src = run.stored_archive(&a.sha256);
         let dst = srun.stored_archive(&a.sha256);
         if std::fs::hard_link(&src, &dst).is_err() {
             std::fs::copy(&src, &dst).with_context(|| format!("cannot copy {}", src.display()))?;
         }
-        archives.push(ArchiveSpec {
-            archive_id: a.archive_id.clone(),
-            workload: WorkloadId::parse(&a.workload)
-                .with_context(|| format!("workload `{}`", a.workload))?,
-            sha256: a.sha256.clone(),
-            bytes: a.bytes,
-            gcs: None,
-            hf: None,
-            file: None,
-        });
     }
     if let Some(ledger) = ledger {
         rederive_ledger(run, scratch.path(), prov, ledger, rep)?;
     }
     let cfg = LoadedConfig {
         path: scratch.path().join(CONFIG_SNAPSHOT),
-        text: config_text.to_string(),
-        sha256: prov.pipeline_yaml_sha256.clone(),
-        config,
         run_dir: scratch.path().to_path_buf(),
-        archives,
+        ..recorded.clone()
     };
     // A stage that reads source archives (ingest) is checked by hash only; its outputs
     // are the inputs of the others, so they are copied into the scratch run. Every other

@@ -30,6 +30,8 @@ pub struct RunOptions {
     pub threads: Option<usize>,
     /// No progress output.
     pub quiet: bool,
+    /// Stages that ran as shards are merged from them instead of run here.
+    pub from_shards: bool,
 }
 
 /// What a run did.
@@ -87,7 +89,7 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     refuse_foreign_files(cfg, &run, opts.force)?;
     let _lock = model::RunLock::acquire(run.root(), "pipeline run")?;
     let stages_dir = run.root().join(".stages");
-    std::fs::create_dir_all(&stages_dir)
+    model::run_dir::create_dir_below(run.root(), ".stages")
         .with_context(|| format!("cannot create {}", stages_dir.display()))?;
     // Leftovers of a killed earlier run go even when every stage is then skipped.
     ingest::store::remove_leftovers(run.root())?;
@@ -122,7 +124,14 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
         }
         say("running");
         let spinner = stage_spinner(name, opts.quiet);
-        let result = timed(|| Ok(stage.run(cfg, &ctx)?));
+        let result = timed(|| {
+            let merged = if opts.from_shards {
+                stage.merge_shards(cfg, &ctx)
+            } else {
+                None
+            };
+            Ok(merged.unwrap_or_else(|| stage.run(cfg, &ctx))?)
+        });
         if let Some(s) = spinner {
             s.finish_and_clear();
         }

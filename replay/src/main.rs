@@ -58,7 +58,7 @@ fn run(cli: Cli) -> Result<()> {
             let checks = replay::validate::validate_schedules_file(&cfg, &schedules, coverage)
                 .with_context(|| format!("validating {}", schedules.display()))?;
             for c in checks {
-                println!(
+                model::outln!(
                     "ok {}/{}: {} attempts, makespan {} s (deadline {} s), ideal cpu {} h, ram {} h, gpu {} h, cache {} h",
                     c.workload,
                     c.schedule,
@@ -86,19 +86,26 @@ fn run(cli: Cli) -> Result<()> {
             let report = replay::run(&cfg, &opts)
                 .with_context(|| format!("replay of {}", config.display()))?;
             for w in &report.workloads {
-                println!(
+                model::outln!(
                     "{}: {} attempts, deadline {} s, {} candidates",
-                    w.workload, w.attempts, w.deadline_s, w.candidates_evaluated
+                    w.workload,
+                    w.attempts,
+                    w.deadline_s,
+                    w.candidates_evaluated
                 );
                 for s in &w.selected {
-                    println!(
+                    model::outln!(
                         "  {:<13} makespan {:>12.3} s  gpu {:>10.3} h  cache {:>10.3} h  ({})",
-                        s.schedule, s.makespan_s, s.ideal.gpu, s.ideal.cache, s.found_by
+                        s.schedule,
+                        s.makespan_s,
+                        s.ideal.gpu,
+                        s.ideal.cache,
+                        s.found_by
                     );
                 }
             }
             for p in &report.outputs {
-                println!("wrote {}", p.display());
+                model::outln!("wrote {}", p.display());
             }
             Ok(())
         }

@@ -654,3 +654,69 @@ fn the_exit_code_contract_holds_for_every_binary() {
         assert!(err.contains("error: "), "{bin} ({what}) says why: {err}");
     }
 }
+
+/// `verify` derives what must be listed from the registry and the run's own config, not from
+/// the document it checks: a provenance pruned to the ingest's outputs (with the pruned
+/// files then replaced by garbage), one that lists nothing, and one whose seed was changed
+/// are each named, not "ok".
+#[test]
+fn verify_holds_provenance_to_the_registry_and_the_config_snapshot() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    run(&cfg);
+    let run_dir = d.path().join("run");
+    let prov_path = run_dir.join("provenance.json");
+    let good = std::fs::read_to_string(&prov_path).unwrap();
+    let edit = |f: &dyn Fn(&mut serde_json::Value)| {
+        let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+        f(&mut v);
+        std::fs::write(&prov_path, serde_json::to_string_pretty(&v).unwrap()).unwrap();
+        let rep = pipeline::provenance::verify(&run_dir, true).unwrap();
+        std::fs::write(&prov_path, &good).unwrap();
+        rep.differences
+    };
+    let attempts = std::fs::read(run_dir.join("attempts.parquet")).unwrap();
+    let replay_json = std::fs::read(run_dir.join("replay.json")).unwrap();
+    std::fs::write(run_dir.join("attempts.parquet"), b"garbage").unwrap();
+    std::fs::write(run_dir.join("replay.json"), b"garbage").unwrap();
+    let pruned = edit(&|v| {
+        let keep: Vec<serde_json::Value> = v["outputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["stage"] == "ingest")
+            .cloned()
+            .collect();
+        v["outputs"] = serde_json::Value::Array(keep);
+    });
+    for missing in ["attempts.parquet", "replay.json", "report.html"] {
+        assert!(
+            pruned
+                .iter()
+                .any(|e| e.contains(&format!("does not list `{missing}`"))),
+            "{pruned:?}"
+        );
+    }
+    let empty = edit(&|v| v["outputs"] = serde_json::json!([]));
+    assert!(
+        empty
+            .iter()
+            .any(|e| e.contains("does not list `ledger.parquet`, an output of the ingest stage")),
+        "{empty:?}"
+    );
+    std::fs::write(run_dir.join("attempts.parquet"), &attempts).unwrap();
+    std::fs::write(run_dir.join("replay.json"), &replay_json).unwrap();
+    let seed = edit(&|v| v["seed"] = serde_json::json!(v["seed"].as_u64().unwrap() + 1));
+    assert!(
+        seed.iter()
+            .any(|e| e.contains("seed is") && e.contains("the run's pipeline.yaml says")),
+        "{seed:?}"
+    );
+    let moved = edit(&|v| v["outputs"][0]["stage"] = serde_json::json!("report"));
+    assert!(
+        moved.iter().any(|e| e.contains("the registry says")),
+        "{moved:?}"
+    );
+    let rep = pipeline::provenance::verify(&run_dir, true).unwrap();
+    assert!(rep.differences.is_empty(), "{:?}", rep.differences);
+}

@@ -158,3 +158,155 @@ fn the_merge_refuses_missing_mixed_foreign_and_misplaced_shards() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("I is not below N"));
 }
+
+/// The sharded flow ends as a one-process run does: `pipeline run --from-shards` merges the
+/// shards (ingest, audit) and runs the rest, writing the same `provenance.json`, and
+/// `pipeline verify` passes on it.
+#[test]
+fn a_sharded_run_writes_the_one_process_provenance_and_verifies() {
+    let one = tempfile::tempdir().unwrap();
+    let cfg = demo(one.path());
+    let pipeline = common::bin("pipeline");
+    common::succeeded(
+        Command::new(&pipeline)
+            .args(["run", "--quiet"])
+            .arg(&cfg)
+            .output()
+            .unwrap(),
+    );
+    let d = tempfile::tempdir().unwrap();
+    let scfg = demo(d.path());
+    run_shards(&scfg, 2);
+    let out = common::succeeded(
+        Command::new(&pipeline)
+            .args(["run", "--from-shards", "--json"])
+            .arg(&scfg)
+            .output()
+            .unwrap(),
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        summary["stages"][0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("from the shards"),
+        "{summary}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(one.path().join("run/provenance.json")).unwrap(),
+        std::fs::read_to_string(d.path().join("run/provenance.json")).unwrap()
+    );
+    let verified = common::succeeded(
+        Command::new(&pipeline)
+            .arg("verify")
+            .arg(d.path().join("run"))
+            .output()
+            .unwrap(),
+    );
+    assert!(String::from_utf8_lossy(&verified.stdout).contains(": ok, "));
+    // A later plain run finds every stage up to date.
+    let again = common::succeeded(
+        Command::new(&pipeline)
+            .args(["run", "--json"])
+            .arg(&scfg)
+            .output()
+            .unwrap(),
+    );
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert!(
+        again["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["skipped"] == true),
+        "{again}"
+    );
+}
+
+/// Every part a shard wrote is listed with its hash in the shard's record, and the merge
+/// refuses one that changed since (an attempt edited by hand, a byte flipped in a requests
+/// part or a ledger part), naming it; and refuses a shard still being written and a
+/// directory named like a shard that is none.
+#[test]
+fn the_merge_refuses_a_part_that_changed_after_its_shard_finished() {
+    let d = tempfile::tempdir().unwrap();
+    let cfg = demo(d.path());
+    run_shards(&cfg, 2);
+    let shard0 = d.path().join("run/shards/0-of-2");
+    let record: model::shard::ShardRecord = serde_json::from_str(
+        &std::fs::read_to_string(shard0.join("audit.shard.json")).unwrap(),
+    )
+    .unwrap();
+    let attempts = record
+        .parts
+        .iter()
+        .find(|p| p.file.ends_with(".attempts.json"))
+        .expect("the audit record lists its attempts parts");
+    assert!(
+        record
+            .parts
+            .iter()
+            .any(|p| p.file.ends_with(".requests.parquet"))
+    );
+    let attempts_path = shard0.join(&attempts.file);
+    let keep = std::fs::read(&attempts_path).unwrap();
+    let text = String::from_utf8(keep.clone()).unwrap();
+    let at = text.find("\"gen_end").expect("an attempt's gen_end");
+    let digit = at + text[at..].find(|c: char| c.is_ascii_digit()).unwrap();
+    let mut edited = text.into_bytes();
+    edited[digit] = if edited[digit] == b'9' { b'8' } else { edited[digit] + 1 };
+    std::fs::write(&attempts_path, &edited).unwrap();
+    let e = refused(stage("audit", &cfg, &["merge"]));
+    assert!(
+        e.contains(&attempts.file)
+            && e.contains("its shard record says")
+            && e.contains("rerun that shard"),
+        "{e}"
+    );
+    std::fs::write(&attempts_path, &keep).unwrap();
+    for part in [
+        record
+            .parts
+            .iter()
+            .find(|p| p.file.ends_with(".requests.parquet"))
+            .unwrap()
+            .file
+            .clone(),
+        "../1-of-2/ledger.parquet".to_string(),
+    ] {
+        let path = shard0.join(&part);
+        let keep = std::fs::read(&path).unwrap();
+        flip_middle_byte(&path);
+        let bin = if part.ends_with("ledger.parquet") {
+            "ingest"
+        } else {
+            "audit"
+        };
+        let e = refused(stage(bin, &cfg, &["merge"]));
+        assert!(
+            e.contains(path.file_name().unwrap().to_str().unwrap()) && e.contains("sha256"),
+            "{bin}: {e}"
+        );
+        std::fs::write(&path, keep).unwrap();
+    }
+    // A shard that is being written again holds its lock.
+    let held = model::RunLock::acquire(&shard0, "audit shard").unwrap();
+    let e = refused(stage("audit", &cfg, &["merge"]));
+    assert!(e.contains("0-of-2: is still being written"), "{e}");
+    drop(held);
+    // A directory named like a shard that is none (index not below the count).
+    std::fs::create_dir(d.path().join("run/shards/2-of-2")).unwrap();
+    let e = refused(stage("audit", &cfg, &["merge"]));
+    assert!(e.contains("2-of-2: is named like a shard directory"), "{e}");
+    std::fs::remove_dir(d.path().join("run/shards/2-of-2")).unwrap();
+    let (i, a) = merge(&cfg);
+    common::succeeded(i);
+    common::succeeded(a);
+}
+
+fn flip_middle_byte(p: &Path) {
+    let mut b = std::fs::read(p).unwrap();
+    let i = b.len() / 2;
+    b[i] ^= 0x01;
+    std::fs::write(p, b).unwrap();
+}
