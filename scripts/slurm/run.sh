@@ -140,7 +140,8 @@ take_lock() {
       (set -C && printf '%s\n' "$me" >"$lock_file") || die "cannot create the run lock $lock_file"
     }
     h=$(lock_field host) p=$(lock_field pid) s=$(lock_field start) jobs=$(lock_field jobs)
-    local who="run.sh pid ${p:-?} on host ${h:-?} since $(lock_field since)"
+    local who
+    who="run.sh pid ${p:-?} on host ${h:-?} since $(lock_field since)"
     if [ "$h" != "$host" ]; then
       die "run directory $run_dir is in use by $who (lock $lock_file); if that run.sh is gone, remove the lock"
     fi
@@ -164,6 +165,7 @@ take_lock() {
   done
   die "cannot take the run lock $lock_file (another run.sh keeps taking it)"
 }
+# shellcheck disable=SC2317  # called by the EXIT trap
 release_lock() {
   if [ "$lock_ours" = 1 ] && [ "$(lock_field pid)" = "$$" ] && [ "$(lock_field host)" = "$host" ]; then
     rm -f "$lock_file"
@@ -410,7 +412,7 @@ poll_all() {
   if [ -n "$array_id" ]; then
     recs=$(scontrol_records "$array_id") || exit 1
     while read -r key st ex rs rq re; do
-      [ -n "$key" ] && [ -n "${state[$key]+x}" ] || continue
+      if [ -z "$key" ] || [ -z "${state[$key]+x}" ]; then continue; fi
       final_state "${state[$key]}" && continue
       seen[$key]=1
       update "$key" "$st" "$ex" "$rs" "$rq" "$re"
