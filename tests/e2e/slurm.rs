@@ -1,8 +1,12 @@
-//! The sharded chain on a real single-node Slurm cluster (Debian's slurm-wlm and munge,
-//! installed by scripts/test-tools): `scripts/slurm/run.sh CONFIG 4` submits the array of 4
-//! ingest + audit shards and the dependent merge and replay; every merged frame equals a
-//! one-process run's byte for byte. The cluster is started in a scratch directory and
-//! stopped afterwards, even when the test fails.
+//! The sharded chain on a real single-node Slurm cluster (Debian's slurm-wlm, munge,
+//! slurmdbd and MariaDB, installed by scripts/test-tools), with accounting and a MinJobAge of
+//! 2 s: `scripts/slurm/run.sh CONFIG 4` submits the array of 4 ingest + audit shards, the
+//! dependent merge and the replay; every merged frame equals a one-process run's byte for
+//! byte; `run.sh --resume` then resubmits only the shards whose finished records are gone.
+//! The shell-level checks of the scripts (stand-in binaries: failures, requeues, limits,
+//! MaxArraySize, the run lock, sacct and its absence) are `scripts/slurm/selftest`, run here
+//! too. Each cluster is started in a scratch directory and stopped afterwards, even when the
+//! test fails.
 
 mod common;
 
@@ -20,10 +24,13 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// A cluster with slurmdbd accounting that forgets finished jobs after 2 s.
     fn start(state: &Path) -> Cluster {
         let out = Command::new(root().join("scripts/slurm/cluster"))
             .arg("start")
             .arg(state)
+            .env("CLUSTER_ACCOUNTING", "slurmdbd")
+            .env("CLUSTER_MIN_JOB_AGE", "2")
             .output()
             .unwrap();
         assert!(
@@ -53,6 +60,39 @@ impl Drop for Cluster {
     }
 }
 
+/// Every file in `dir`, each under its path, for a failure message.
+fn logs_of(dir: &Path) -> String {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| {
+                    format!(
+                        "--- {}\n{}",
+                        e.path().display(),
+                        std::fs::read_to_string(e.path()).unwrap_or_default()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+/// The array task ids of the shard logs (`shard-<array id>_<task>.out`) in `dir`, sorted.
+fn shard_tasks_logged(dir: &Path) -> Vec<u32> {
+    let mut tasks: Vec<u32> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let rest = name.strip_prefix("shard-")?.strip_suffix(".out")?;
+            rest.split_once('_')?.1.parse().ok()
+        })
+        .collect();
+    tasks.sort_unstable();
+    tasks
+}
+
 #[test]
 fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
     let one = tempfile::tempdir().unwrap();
@@ -80,29 +120,19 @@ fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = Command::new(root().join("scripts/slurm/run.sh"))
-        .arg("pipeline.yaml")
-        .arg("4")
-        .current_dir(&study)
-        .env("SLURM_CONF", &cluster.slurm_conf)
-        .env("PATH", path)
-        .env("RUN_POLL", "1")
-        .output()
-        .unwrap();
-    let logs = std::fs::read_dir(study.join("slurm-logs"))
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| {
-                    format!(
-                        "--- {}\n{}",
-                        e.path().display(),
-                        std::fs::read_to_string(e.path()).unwrap_or_default()
-                    )
-                })
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default();
+    let run_sh = |args: &[&str], log_dir: &str| {
+        Command::new(root().join("scripts/slurm/run.sh"))
+            .args(args)
+            .current_dir(&study)
+            .env("SLURM_CONF", &cluster.slurm_conf)
+            .env("PATH", &path)
+            .env("RUN_POLL", "1")
+            .env("SLURM_LOG_DIR", log_dir)
+            .output()
+            .unwrap()
+    };
+    let out = run_sh(&["pipeline.yaml", "4"], "slurm-logs");
+    let logs = logs_of(&study.join("slurm-logs"));
     assert!(
         out.status.success(),
         "run.sh failed:\n{}{}\n{logs}",
@@ -122,13 +152,43 @@ fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
         .chain(audit::output::audit_outputs())
         .chain(model::Stage::outputs(&replay::ReplayStage, &cfg))
         .collect();
-    for f in &declared {
-        assert_eq!(
-            std::fs::read(one.path().join("run").join(f)).unwrap(),
-            std::fs::read(study.join("run").join(f)).unwrap(),
-            "{f}"
-        );
+    let same_as_one_process = |when: &str, skip: &str| {
+        for f in declared.iter().filter(|f| f.as_str() != skip) {
+            assert_eq!(
+                std::fs::read(one.path().join("run").join(f)).unwrap(),
+                std::fs::read(study.join("run").join(f)).unwrap(),
+                "{f} ({when})"
+            );
+        }
+    };
+    same_as_one_process("first run", "");
+    assert_eq!(shard_tasks_logged(&study.join("slurm-logs")), [0, 1, 2, 3]);
+
+    // Shards 1 and 3 lose their finished records: --resume submits just those two (their
+    // records, as the real binaries write them, are what run.sh reads), then merges and
+    // replays to the same bytes.
+    for i in [1, 3] {
+        std::fs::remove_file(study.join(format!("run/shards/{i}-of-4/audit.shard.json"))).unwrap();
     }
+    let out = run_sh(&["--resume", "pipeline.yaml", "4"], "resume-logs");
+    let logs = logs_of(&study.join("resume-logs"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "run.sh --resume failed:\n{stderr}\n{logs}"
+    );
+    assert!(
+        stderr.contains("shards without a finished record: 1,3 (2 of 4 done)"),
+        "{stderr}"
+    );
+    assert_eq!(
+        shard_tasks_logged(&study.join("resume-logs")),
+        [1, 3],
+        "{stderr}"
+    );
+    // The rerun shards' ingest found their archives in the store, which their ledger rows
+    // say (as a second one-process ingest's would); every audit and replay output is the same.
+    same_as_one_process("after --resume", ingest::LEDGER_FILE);
     drop(cluster);
     // Nothing of the cluster is left running.
     let left = Command::new("pgrep")
@@ -139,5 +199,24 @@ fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
         String::from_utf8_lossy(&left.stdout).trim().is_empty(),
         "daemons left: {}",
         String::from_utf8_lossy(&left.stdout)
+    );
+}
+
+/// The scripts' own checks with stand-in binaries (scripts/slurm/selftest): a failed shard
+/// leaves the others running and the merge unrun, `--resume` reruns it alone, preempted
+/// shards are requeued and waited for, every job gets its own limits and the common sbatch
+/// options, N above MaxArraySize is refused, the run lock refuses a second run.sh and takes
+/// over a dead one's, and forgotten jobs are read from sacct, or without it from disk.
+#[test]
+fn slurm_scripts_selftest_passes() {
+    let out = Command::new(root().join("scripts/slurm/selftest"))
+        .env_remove("SLURM_CONF")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("selftest: all checks passed"),
+        "scripts/slurm/selftest failed:\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
