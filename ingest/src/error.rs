@@ -39,13 +39,11 @@ pub enum FetchError {
     },
     /// The Hub refused the request (`X-Error-Code`, `X-Error-Message`, the status), read as
     /// its own client reads it.
-    #[error("{uri}: {refusal} (HTTP {status})")]
+    #[error("{uri}: {refusal}")]
     Hub {
         /// The location.
         uri: String,
-        /// HTTP status.
-        status: u16,
-        /// What the refusal means.
+        /// What the refusal means, with the HTTP status.
         refusal: crate::source::hf::HubRefusal,
     },
     /// The server kept answering 429 past the rate-limit patience.

@@ -109,7 +109,9 @@ impl EnvOverrides {
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> EnvOverrides {
         let var = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
         let is_true = |k: &str| {
-            var(k).is_some_and(|v| ["1", "ON", "YES", "TRUE"].contains(&v.trim().to_ascii_uppercase().as_str()))
+            var(k).is_some_and(|v| {
+                ["1", "ON", "YES", "TRUE"].contains(&v.trim().to_ascii_uppercase().as_str())
+            })
         };
         EnvOverrides {
             storage_emulator_host: var("STORAGE_EMULATOR_HOST"),

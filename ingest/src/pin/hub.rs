@@ -11,8 +11,7 @@
 use super::{HfFound, HubPin, HubTarget, PinError, PinSettings, ShardPin};
 use crate::error::FetchError;
 use crate::source::hf::{
-    HfSettings, HfSource, HubRefusal, Resolved, content_range, content_status_error,
-    quote_segment,
+    HfSettings, HfSource, HubRefusal, Resolved, content_range, content_status_error, quote_segment,
 };
 use crate::source::tar_index::{TarEvent, TarWalker, WalkStatus};
 use crate::source::{Backoff, FetchInfo};
@@ -70,7 +69,6 @@ fn api_refusal(
     match HubRefusal::from_answer(status, resp.headers(), &asked) {
         Some(refusal) => PinError::Hub(FetchError::Hub {
             uri: uri.to_string(),
-            status: status.as_u16(),
             refusal,
         }),
         None => PinError::Hub(FetchError::Http {

@@ -361,7 +361,13 @@ mod tests {
         let l = RateLimitInfo::from_headers(&headers(&[("ratelimit", "\"resolvers\";r=12;t=3")]))
             .unwrap();
         assert_eq!((l.remaining, l.reset_s, l.limit), (12, 3, None));
-        assert_eq!(RateLimitInfo::from_headers(&headers(&[("ratelimit", "garbage;;")])), None);
-        assert_eq!(RateLimitInfo::from_headers(&headers(&[("retry-after", "5")])), None);
+        assert_eq!(
+            RateLimitInfo::from_headers(&headers(&[("ratelimit", "garbage;;")])),
+            None
+        );
+        assert_eq!(
+            RateLimitInfo::from_headers(&headers(&[("retry-after", "5")])),
+            None
+        );
     }
 }

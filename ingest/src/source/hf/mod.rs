@@ -41,10 +41,10 @@ pub use refusal::{HubAsked, HubRefusal, HubRefusalKind};
 pub(crate) use resolve::Resolved;
 pub use resolve::{ResolvedShard, interpret_resolve_headers};
 
+use super::retry::{RateGate, RetryPolicy};
 use super::tar_index::MemberEntry;
 use super::{ArchiveSource, FetchInfo, FetchMethod, begin_fetch};
 use crate::error::FetchError;
-use super::retry::{RateGate, RetryPolicy};
 use crate::options::HfToken;
 use crate::progress::{NoProgress, ProgressSink};
 use crate::sink::ByteSink;

@@ -49,6 +49,8 @@ pub enum HubRefusalKind {
 pub struct HubRefusal {
     /// What the refusal means.
     pub kind: HubRefusalKind,
+    /// The HTTP status.
+    pub status: u16,
     /// What was asked.
     pub asked: HubAsked,
     /// `X-Error-Message`, when the Hub sent one.
@@ -94,6 +96,7 @@ impl HubRefusal {
         };
         Some(HubRefusal {
             kind,
+            status: status.as_u16(),
             asked: asked.clone(),
             message,
         })
@@ -161,40 +164,49 @@ impl HubRefusal {
 impl std::fmt::Display for HubRefusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let a = &self.asked;
-        match self.kind {
-            HubRefusalKind::Gated => write!(
-                f,
-                "dataset `{}` is gated and its terms have not been accepted for this request ({}; GatedRepo",
-                a.repo,
-                self.token_text()
-            )?,
-            HubRefusalKind::RepoNotFound => write!(
-                f,
-                "the Hub has no dataset `{}` that this request may read: it does not exist or is private ({}; RepoNotFound",
-                a.repo,
-                self.token_text()
-            )?,
-            HubRefusalKind::RevisionNotFound => write!(
-                f,
-                "dataset `{}` has no revision `{}` (RevisionNotFound",
-                a.repo, a.revision
-            )?,
-            HubRefusalKind::EntryNotFound => write!(
-                f,
-                "dataset `{}` has no `{}` at revision {} (EntryNotFound",
-                a.repo, a.path, a.revision
-            )?,
-            HubRefusalKind::Disabled => write!(f, "dataset `{}` is disabled (", a.repo)?,
-            HubRefusalKind::TokenRefused => {
-                write!(f, "the Hub refused the token ({}", self.token_text())?
-            }
-            HubRefusalKind::Forbidden => write!(
-                f,
-                "the Hub forbids this request on dataset `{}` ({}",
-                a.repo,
-                self.token_text()
-            )?,
-        }
+        let (lead, code) = match self.kind {
+            HubRefusalKind::Gated => (
+                format!(
+                    "dataset `{}` is gated and its terms have not been accepted for this request ({}; ",
+                    a.repo,
+                    self.token_text()
+                ),
+                "GatedRepo, ",
+            ),
+            HubRefusalKind::RepoNotFound => (
+                format!(
+                    "the Hub has no dataset `{}` that this request may read: it does not exist or is private ({}; ",
+                    a.repo,
+                    self.token_text()
+                ),
+                "RepoNotFound, ",
+            ),
+            HubRefusalKind::RevisionNotFound => (
+                format!("dataset `{}` has no revision `{}` (", a.repo, a.revision),
+                "RevisionNotFound, ",
+            ),
+            HubRefusalKind::EntryNotFound => (
+                format!(
+                    "dataset `{}` has no `{}` at revision {} (",
+                    a.repo, a.path, a.revision
+                ),
+                "EntryNotFound, ",
+            ),
+            HubRefusalKind::Disabled => (format!("dataset `{}` is disabled (", a.repo), ""),
+            HubRefusalKind::TokenRefused => (
+                format!("the Hub refused the token ({}; ", self.token_text()),
+                "",
+            ),
+            HubRefusalKind::Forbidden => (
+                format!(
+                    "the Hub forbids this request on dataset `{}` ({}; ",
+                    a.repo,
+                    self.token_text()
+                ),
+                "",
+            ),
+        };
+        write!(f, "{lead}{code}HTTP {}", self.status)?;
         match &self.message {
             Some(m) if m != DISABLED => {
                 let m: String = m.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -235,14 +247,20 @@ mod tests {
     #[test]
     fn refusals_are_read_as_the_hub_client_reads_them() {
         use HubRefusalKind::*;
-        assert_eq!(read(404, Some("RevisionNotFound"), None), Some(RevisionNotFound));
+        assert_eq!(
+            read(404, Some("RevisionNotFound"), None),
+            Some(RevisionNotFound)
+        );
         assert_eq!(read(404, Some("EntryNotFound"), None), Some(EntryNotFound));
         assert_eq!(read(403, Some("GatedRepo"), Some("x")), Some(Gated));
         assert_eq!(read(401, Some("GatedRepo"), None), Some(Gated));
         assert_eq!(read(401, Some("RepoNotFound"), None), Some(RepoNotFound));
         assert_eq!(read(404, Some("RepoNotFound"), None), Some(RepoNotFound));
         assert_eq!(read(403, None, Some(DISABLED)), Some(Disabled));
-        assert_eq!(read(401, None, Some(INVALID_CREDENTIALS)), Some(TokenRefused));
+        assert_eq!(
+            read(401, None, Some(INVALID_CREDENTIALS)),
+            Some(TokenRefused)
+        );
         assert_eq!(read(401, None, None), Some(RepoNotFound));
         assert_eq!(read(403, None, Some("no")), Some(Forbidden));
         assert_eq!(read(429, Some("RepoNotFound"), None), None);
@@ -254,12 +272,13 @@ mod tests {
     fn a_gated_refusal_names_the_page_where_the_terms_are_accepted() {
         let r = HubRefusal {
             kind: HubRefusalKind::Gated,
+            status: 403,
             asked: asked(Some(TokenSource::Env("HF_TOKEN"))),
             message: Some("Access to dataset o/n is restricted.\n".into()),
         };
         assert_eq!(
             r.to_string(),
-            "dataset `o/n` is gated and its terms have not been accepted for this request (the token from HF_TOKEN was sent; GatedRepo: Access to dataset o/n is restricted.)"
+            "dataset `o/n` is gated and its terms have not been accepted for this request (the token from HF_TOKEN was sent; GatedRepo, HTTP 403: Access to dataset o/n is restricted.)"
         );
         assert!(
             r.hint()

@@ -150,7 +150,6 @@ impl HfSource {
         if let Some(refusal) = HubRefusal::from_answer(status, resp.headers(), &asked) {
             return Err(FetchError::Hub {
                 uri: uri.to_string(),
-                status: status.as_u16(),
                 refusal,
             });
         }
