@@ -44,7 +44,7 @@ pub enum FetchError {
         /// The location.
         uri: String,
         /// What the refusal means, with the HTTP status.
-        refusal: crate::source::hf::HubRefusal,
+        refusal: Box<crate::source::hf::HubRefusal>,
     },
     /// The server kept answering 429 past the rate-limit patience.
     #[error(

@@ -69,7 +69,7 @@ fn api_refusal(
     match HubRefusal::from_answer(status, resp.headers(), &asked) {
         Some(refusal) => PinError::Hub(FetchError::Hub {
             uri: uri.to_string(),
-            refusal,
+            refusal: Box::new(refusal),
         }),
         None => PinError::Hub(FetchError::Http {
             uri: uri.to_string(),

@@ -150,7 +150,7 @@ impl HfSource {
         if let Some(refusal) = HubRefusal::from_answer(status, resp.headers(), &asked) {
             return Err(FetchError::Hub {
                 uri: uri.to_string(),
-                refusal,
+                refusal: Box::new(refusal),
             });
         }
         match status.as_u16() {
