@@ -370,9 +370,10 @@ fn a_rate_limited_hub_is_waited_out_as_its_ratelimit_header_says() {
         .collect();
     let limited = log.iter().filter(|r| r.status == 429).count();
     assert!(limited >= 1, "the window was exceeded: {log:?}");
-    // While one request waited, the others waited too: not one 429 per fetch and retry.
+    // While one request waited, the others waited too: about one 429 per window (at most
+    // the requests in flight, 3, more than one per fetch), not one per fetch and retry.
     assert!(
-        limited <= rows.len(),
+        limited <= rows.len() + 3,
         "{limited} 429s for {} fetches",
         rows.len()
     );
