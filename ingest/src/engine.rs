@@ -45,6 +45,8 @@ struct Ctx {
     sources: Sources,
     locations: Vec<LocationKind>,
     offline: bool,
+    /// `HF_HUB_OFFLINE` made the run offline.
+    offline_by_env: bool,
     progress: Arc<dyn ProgressSink>,
 }
 
@@ -154,6 +156,8 @@ fn build_sources(
                 retries: ic.retries,
                 request_timeout: timeout,
                 initial_backoff: opts.initial_backoff,
+                rate_limit_patience: Duration::from_secs(ic.rate_limit_patience_s),
+                progress: opts.progress.clone(),
             },
             connect_timeout,
             read_timeout,
@@ -175,6 +179,20 @@ pub async fn run_async(
 ) -> Result<IngestReport, IngestError> {
     let started_wall = SystemTime::now();
     let started = Instant::now();
+    // `HF_HUB_OFFLINE` asks what `--offline` asks: no location is contacted.
+    let env_offline;
+    let opts = if opts.env.hf_hub_offline && !opts.offline {
+        opts.progress.note(
+            "HF_HUB_OFFLINE is set: working from the verified store alone, as with --offline",
+        );
+        env_offline = IngestOptions {
+            offline: true,
+            ..opts.clone()
+        };
+        &env_offline
+    } else {
+        opts
+    };
     let whole = cfg;
     let narrowed = opts.shard.map(|s| s.narrow(cfg));
     let cfg = narrowed.as_ref().unwrap_or(cfg);
@@ -209,6 +227,7 @@ pub async fn run_async(
         sources,
         locations,
         offline: opts.offline,
+        offline_by_env: opts.env.hf_hub_offline,
         progress: progress.clone(),
     });
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel));
@@ -506,7 +525,11 @@ async fn ingest_archive(ctx: &Ctx, a: &ArchiveSpec) -> Result<ArchiveOutcome, In
             archive_id: a.archive_id.clone(),
             location: model::run_dir::stored_archive_relative(&a.sha256),
             problem: format!("{}; not in the store (offline)", expected_text(a)),
-            hint: "run without --offline to fetch it".into(),
+            hint: if ctx.offline_by_env {
+                "unset HF_HUB_OFFLINE (and run without --offline) to fetch it".into()
+            } else {
+                "run without --offline to fetch it".into()
+            },
         });
         ctx.progress.archive_done(&a.archive_id, "missing_offline");
         return Ok(out);

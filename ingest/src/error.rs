@@ -37,6 +37,31 @@ pub enum FetchError {
         /// What to do.
         detail: String,
     },
+    /// The Hub refused the request (`X-Error-Code`, `X-Error-Message`, the status), read as
+    /// its own client reads it.
+    #[error("{uri}: {refusal}")]
+    Hub {
+        /// The location.
+        uri: String,
+        /// What the refusal means, with the HTTP status.
+        refusal: Box<crate::source::hf::HubRefusal>,
+    },
+    /// The server kept answering 429 past the rate-limit patience.
+    #[error(
+        "{uri}: rate limited: {detail}; the next wait of {wait_s} s would pass the patience of {patience_s} s (ingest.rate_limit_patience_s) after {waited_s} s of waiting"
+    )]
+    RateLimited {
+        /// The location.
+        uri: String,
+        /// Seconds waited so far for this request.
+        waited_s: u64,
+        /// Seconds the server asked to wait next.
+        wait_s: u64,
+        /// The patience, in seconds.
+        patience_s: u64,
+        /// What the server said.
+        detail: String,
+    },
     /// The Hub resolved the pinned revision to another commit.
     #[error("{uri}: the Hub served commit {served} for the pinned revision {pinned}")]
     CommitMismatch {
@@ -157,13 +182,24 @@ impl FetchError {
     }
 
     /// What to try next, for the failure summary.
-    pub fn hint(&self) -> &'static str {
+    pub fn hint(&self) -> std::borrow::Cow<'static, str> {
         match self {
+            FetchError::Hub { refusal, .. } => refusal.hint().into(),
+            FetchError::RateLimited { .. } => {
+                "the Hub limits requests per 5-minute window: raise ingest.rate_limit_patience_s, lower ingest.parallel or the number of shards running at once, or rerun later (verified archives are kept)".into()
+            }
+            other => other.static_hint().into(),
+        }
+    }
+
+    fn static_hint(&self) -> &'static str {
+        match self {
+            FetchError::Hub { .. } | FetchError::RateLimited { .. } => "",
             FetchError::NotFound { .. } => {
                 "check the manifest's generation / revision / path: pins are exact and never fall back to the latest version"
             }
             FetchError::Denied { .. } => {
-                "set credentials (GOOGLE_APPLICATION_CREDENTIALS or HF_TOKEN) for this location"
+                "set credentials (GOOGLE_APPLICATION_CREDENTIALS, or HF_TOKEN / `hf auth login`) for this location"
             }
             FetchError::CommitMismatch { .. } => {
                 "the endpoint does not serve the pinned commit; check hf_revision and HF_ENDPOINT"

@@ -1,38 +1,77 @@
 //! How a run is asked for: command-line choices and the environment the ecosystems define
-//! (`STORAGE_EMULATOR_HOST`, `GOOGLE_APPLICATION_CREDENTIALS`, `HF_ENDPOINT`, `HF_TOKEN`),
-//! captured once so tests can pass their own values without touching the process
-//! environment.
+//! (`STORAGE_EMULATOR_HOST`, `GOOGLE_APPLICATION_CREDENTIALS`, `HF_ENDPOINT`, the Hub token
+//! and `HF_HUB_OFFLINE`), captured once so tests can pass their own values without touching
+//! the process environment.
+//!
+//! The Hub token is found as `huggingface_hub`'s `get_token` finds it: `HF_TOKEN`, else
+//! `HUGGING_FACE_HUB_TOKEN`, else the token file `hf auth login` writes (`HF_TOKEN_PATH`,
+//! default `$HF_HOME/token`, `HF_HOME` default `$XDG_CACHE_HOME/huggingface`, that default
+//! `~/.cache/huggingface`), each cleaned of newlines and surrounding blanks (empty counts as
+//! unset).
 
 use crate::progress::{NoProgress, ProgressSink};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A Hugging Face token. Its `Debug` never shows the value; it is sent only to the Hub.
+/// Where a Hub token came from (named in messages; never the token itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// An environment variable (`HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN`).
+    Env(&'static str),
+    /// The token file (`HF_TOKEN_PATH`, default `$HF_HOME/token`).
+    File(PathBuf),
+}
+
+impl std::fmt::Display for TokenSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenSource::Env(name) => f.write_str(name),
+            TokenSource::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// A Hugging Face token and where it came from. Its `Debug` never shows the value; it is
+/// sent only to the Hub.
 #[derive(Clone, PartialEq, Eq)]
-pub struct HfToken(String);
+pub struct HfToken {
+    value: String,
+    source: TokenSource,
+}
 
 impl HfToken {
-    /// Wrap a token.
+    /// Wrap a token given as `HF_TOKEN`.
     pub fn new(token: impl Into<String>) -> HfToken {
-        HfToken(token.into())
+        HfToken::from_source(token, TokenSource::Env("HF_TOKEN"))
+    }
+    /// Wrap a token found in `source`.
+    pub fn from_source(token: impl Into<String>, source: TokenSource) -> HfToken {
+        HfToken {
+            value: token.into(),
+            source,
+        }
+    }
+    /// Where it came from.
+    pub fn source(&self) -> &TokenSource {
+        &self.source
     }
     /// Why the token cannot be sent as an HTTP header value (a newline or other control
     /// character, as `echo` into a file leaves), without showing the token; `None` when it
     /// can.
-    pub fn header_problem(&self) -> Option<&'static str> {
-        let bad = self.0.bytes().any(|b| b < 0x20 || b == 0x7f);
-        bad.then_some("HF_TOKEN contains a newline or another control character, which is not allowed in an HTTP header (check how it was set; it was not sent)")
+    pub fn header_problem(&self) -> Option<String> {
+        let bad = self.value.bytes().any(|b| b < 0x20 || b == 0x7f);
+        bad.then(|| format!("{} contains a newline or another control character, which is not allowed in an HTTP header (check how it was set; it was not sent)", self.source))
     }
     /// The secret itself, for the `Authorization` header only.
     pub(crate) fn expose(&self) -> &str {
-        &self.0
+        &self.value
     }
 }
 
 impl std::fmt::Debug for HfToken {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("HfToken(<redacted>)")
+        write!(f, "HfToken(<redacted> from {})", self.source)
     }
 }
 
@@ -46,8 +85,12 @@ pub struct EnvOverrides {
     pub google_application_credentials: Option<PathBuf>,
     /// `HF_ENDPOINT`: Hub reads go to this mirror.
     pub hf_endpoint: Option<String>,
-    /// `HF_TOKEN`: bearer token for the Hub.
+    /// The Hub's bearer token: `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN` or the token file.
     pub hf_token: Option<HfToken>,
+    /// `HF_HUB_OFFLINE` (or `TRANSFORMERS_OFFLINE`) is true (`1`, `ON`, `YES`, `TRUE`): an
+    /// ingest run works from the store alone, as with `--offline`; `pipeline pin --hf`
+    /// refuses.
+    pub hf_hub_offline: bool,
 }
 
 impl EnvOverrides {
@@ -58,13 +101,80 @@ impl EnvOverrides {
 
     /// Read the process environment (empty values count as unset).
     pub fn from_process() -> EnvOverrides {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        EnvOverrides::from_lookup(|k| std::env::var(k).ok())
+    }
+
+    /// Read the environment through `lookup` (a variable's value, `None` when unset; empty
+    /// values count as unset), the token file included.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> EnvOverrides {
+        let var = |k: &str| lookup(k).filter(|v| !v.trim().is_empty());
+        let is_true = |k: &str| {
+            var(k).is_some_and(|v| {
+                ["1", "ON", "YES", "TRUE"].contains(&v.trim().to_ascii_uppercase().as_str())
+            })
+        };
         EnvOverrides {
             storage_emulator_host: var("STORAGE_EMULATOR_HOST"),
             google_application_credentials: var("GOOGLE_APPLICATION_CREDENTIALS")
                 .map(PathBuf::from),
             hf_endpoint: var("HF_ENDPOINT"),
-            hf_token: var("HF_TOKEN").map(HfToken::new),
+            hf_token: hub_token(&var),
+            hf_hub_offline: is_true("HF_HUB_OFFLINE") || is_true("TRANSFORMERS_OFFLINE"),
+        }
+    }
+}
+
+/// `huggingface_hub`'s `_clean_token`: newlines removed, blanks trimmed, empty is none.
+fn clean_token(raw: &str) -> Option<String> {
+    let t = raw.replace(['\r', '\n'], "");
+    let t = t.trim();
+    (!t.is_empty()).then(|| t.to_string())
+}
+
+/// `~` or `~/...` expanded with `HOME` (as Python's `expanduser` does on POSIX).
+fn expand_home(path: &str, home: Option<&str>) -> PathBuf {
+    match (path.strip_prefix('~'), home) {
+        (Some(rest), Some(home)) if rest.is_empty() || rest.starts_with('/') => {
+            PathBuf::from(format!("{}{rest}", home.trim_end_matches('/')))
+        }
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The token file's path: `HF_TOKEN_PATH`, else `$HF_HOME/token`, `HF_HOME` defaulting to
+/// `$XDG_CACHE_HOME/huggingface`, that to `~/.cache/huggingface`.
+pub fn hub_token_path(var: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let home = var("HOME");
+    if let Some(p) = var("HF_TOKEN_PATH") {
+        return Some(expand_home(p.trim(), home.as_deref()));
+    }
+    let hf_home = match var("HF_HOME") {
+        Some(h) => expand_home(h.trim(), home.as_deref()),
+        None => {
+            let cache = match var("XDG_CACHE_HOME") {
+                Some(x) => expand_home(x.trim(), home.as_deref()),
+                None => PathBuf::from(home?).join(".cache"),
+            };
+            cache.join("huggingface")
+        }
+    };
+    Some(hf_home.join("token"))
+}
+
+/// The Hub token of the environment `var` reads, found as `huggingface_hub` finds it.
+fn hub_token(var: &dyn Fn(&str) -> Option<String>) -> Option<HfToken> {
+    for name in ["HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"] {
+        if let Some(t) = var(name).as_deref().and_then(clean_token) {
+            return Some(HfToken::from_source(t, TokenSource::Env(name)));
+        }
+    }
+    let path = hub_token_path(var)?;
+    match std::fs::read_to_string(&path) {
+        Ok(text) => clean_token(&text).map(|t| HfToken::from_source(t, TokenSource::File(path))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "the Hub token file cannot be read; no token is sent");
+            None
         }
     }
 }

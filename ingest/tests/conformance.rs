@@ -81,6 +81,7 @@ fn hub_backend_conforms() {
         retries: 1,
         request_timeout: Duration::from_secs(30),
         initial_backoff: Duration::from_millis(5),
+        ..Default::default()
     })
     .unwrap();
     check(&source, &good, &missing);
@@ -103,6 +104,7 @@ fn hub_backend_conforms_when_the_content_host_ignores_range() {
         retries: 1,
         request_timeout: Duration::from_secs(30),
         initial_backoff: Duration::from_millis(5),
+        ..Default::default()
     })
     .unwrap();
     check(&source, &good, &missing);

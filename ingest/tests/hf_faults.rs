@@ -50,7 +50,7 @@ fn a_commit_other_than_the_pin_and_an_unknown_revision_are_refused() {
         r1.error.as_deref(),
         Some(
             format!(
-                "{}: not found: the Hub has no `raw/shard-00000.tar` at revision {other} of dataset `{}` (RevisionNotFound)",
+                "{}: dataset `{}` has no revision `{other}` (RevisionNotFound, HTTP 404)",
                 r1.uri,
                 demo::write::DEMO_HF_REPO
             )
@@ -110,6 +110,7 @@ fn a_branch_name_resolves_to_its_commit_which_the_pin_check_reports() {
         retries: 0,
         request_timeout: std::time::Duration::from_secs(10),
         initial_backoff: std::time::Duration::from_millis(5),
+        ..Default::default()
     })
     .unwrap();
     let mut loc = c.archives()[0].hf.clone().unwrap();
@@ -256,8 +257,9 @@ fn the_token_goes_to_the_hub_only_and_is_never_written() {
         report.ledger[0].error.as_deref(),
         Some(
             format!(
-                "{}: access denied (HTTP 401): the Hub wants a token; set HF_TOKEN",
-                report.ledger[0].uri
+                "{}: the Hub has no dataset `{}` that this request may read: it does not exist or is private (no token was sent; RepoNotFound, HTTP 401: Repository not found)",
+                report.ledger[0].uri,
+                demo::write::DEMO_HF_REPO
             )
             .as_str()
         )

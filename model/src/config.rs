@@ -441,6 +441,11 @@ pub struct IngestConfig {
     /// timed-out location is not retried, so an endpoint that accepts and never answers
     /// fails after about this long, with an error naming it.
     pub read_timeout_s: u64,
+    /// Longest one Hub request waits in total, in seconds, while the Hub answers 429 (it
+    /// limits requests per 5-minute window and says when the window resets, in its
+    /// `RateLimit` header): past it the fetch fails. Rate-limit waits do not use up
+    /// `retries`.
+    pub rate_limit_patience_s: u64,
 }
 
 impl Default for IngestConfig {
@@ -451,6 +456,7 @@ impl Default for IngestConfig {
             request_timeout_s: 3600,
             connect_timeout_s: 30,
             read_timeout_s: 120,
+            rate_limit_patience_s: 600,
         }
     }
 }

@@ -2,11 +2,24 @@
 //! (resolve protocol) and a content host on another origin (LFS bytes, honouring Range),
 //! with switches for the faults a real deployment shows.
 //!
-//! `HEAD|GET /datasets/{owner}/{name}/resolve/{revision}/{path}`: an unknown revision is a
-//! 404 (`X-Error-Code: RevisionNotFound`), a branch resolves to its commit, an unknown path
-//! is a 404 (`EntryNotFound`); a known file answers 302 with `X-Repo-Commit`,
-//! `X-Linked-Etag` (quoted SHA256), `X-Linked-Size`, `ETag` and a `Location` on the content
-//! host. The real `huggingface_hub` client downloads from it (see the fidelity test).
+//! `HEAD|GET /datasets/{owner}/{name}/resolve/{revision}/{path}` (revision and path
+//! percent-decoded, the revision one segment: `refs%2Fpr%2F1`): an unknown repository is a
+//! 401 (`X-Error-Code: RepoNotFound`: the real Hub answers 401, not 404, for a repository
+//! that does not exist and for a private one alike), a gated one without access a 401
+//! without a token and a 403 with one (`GatedRepo`), an unknown revision a 404
+//! (`RevisionNotFound`), a branch resolves to its commit, an unknown path is a 404
+//! (`EntryNotFound`); a known file answers 302 with `X-Repo-Commit`, `X-Linked-Etag`
+//! (quoted SHA256), `X-Linked-Size`, `ETag` and a `Location` on the content host, which
+//! expires by time ([`HubServer::set_content_url_ttl`], an hour by default, as the real
+//! Hub's signed URLs do). A renamed repository ([`HubServer::rename_repo`]) answers every
+//! request under its old name with a 307 to a relative `Location` under the new one. The
+//! real `huggingface_hub` client downloads from it (see the fidelity test).
+//!
+//! Every answer waits [`HubServer::set_latency`] first (2 ms by default). With
+//! [`HubServer::set_rate_limit`], the Hub counts its requests in fixed windows of real
+//! time, sends `RateLimit: "api";r=<left>;t=<seconds to the window's end>` and
+//! `RateLimit-Policy: "fixed window";"api";q=<quota>;w=<seconds>` on every answer, as the
+//! real Hub does, and answers 429 past the quota until the window ends.
 //!
 //! The listing API, as `HfApi.dataset_info` and `HfApi.list_repo_tree` read it:
 //! `GET /api/datasets/{owner}/{name}/revision/{revision}` (or `/api/datasets/{owner}/{name}`
@@ -17,8 +30,8 @@
 //! files `lfs: {oid: <sha256>, size, pointerSize}`), sorted by path, at most
 //! [`HubServer::set_tree_page_size`] entries a page with the next page in a `Link` header
 //! (`rel="next"`, a `cursor` parameter) as the real Hub paginates. An unknown repository is a
-//! 404 with `X-Error-Code: RepoNotFound`, an unknown revision `RevisionNotFound`, a path with
-//! nothing under it `EntryNotFound`. The `oid` values are stand-ins (40 hex derived from the
+//! 401 with `X-Error-Code: RepoNotFound`, a gated one `GatedRepo`, an unknown revision a 404
+//! `RevisionNotFound`, a path with nothing under it `EntryNotFound`. The `oid` values are stand-ins (40 hex derived from the
 //! content's SHA256), not git object ids.
 //!
 //! Signed content URLs ([`HubFaults::signed_url_uses`]): like the real Hub's, whose
@@ -55,7 +68,9 @@ pub struct HubFaults {
     pub size_delta: i64,
     /// Flip the byte at this file offset in every content answer covering it.
     pub tamper_at: Option<u64>,
-    /// The Hub answers 401 unless `Authorization: Bearer <token>` is sent.
+    /// Every repository is private to this token: without `Authorization` the Hub answers
+    /// 401 `RepoNotFound` (as for a private repository), with another token 401 `Invalid
+    /// credentials in Authorization header`.
     pub require_token: Option<String>,
     /// The content host ignores Range and always answers 200 with the whole file.
     pub ignore_range: bool,
@@ -102,6 +117,24 @@ pub struct HubRequest {
     pub authorization: Option<String>,
     /// Status answered.
     pub status: u16,
+    /// When the answer was given.
+    pub at: std::time::Instant,
+}
+
+/// A Hub rate limit: at most `quota` requests in each fixed window of `window`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HubRateLimit {
+    /// Requests a window allows.
+    pub quota: u32,
+    /// The window's length (whole seconds, as the headers say it).
+    pub window: std::time::Duration,
+}
+
+#[derive(Debug)]
+struct RateWindow {
+    limit: HubRateLimit,
+    started: std::time::Instant,
+    used: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -125,10 +158,25 @@ struct HubState {
     signatures: HashMap<u64, u32>,
     /// Tree entries per page (0: the real Hub's 1,000).
     tree_page_size: usize,
+    /// Gated repository -> tokens granted access.
+    gated: HashMap<String, Vec<String>>,
+    /// Old repository name -> new name.
+    renamed: HashMap<String, String>,
+    /// The rate limit and its current window.
+    rate: Option<RateWindow>,
+    /// Wait before every answer.
+    latency: std::time::Duration,
+    /// How long a content URL is good for.
+    content_url_ttl: std::time::Duration,
 }
 
 /// Entries a tree page holds by default, as on the real Hub.
 pub const TREE_PAGE_SIZE: usize = 1000;
+/// The wait before every answer unless [`HubServer::set_latency`] says otherwise.
+pub const DEFAULT_LATENCY: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long a content URL is good for unless [`HubServer::set_content_url_ttl`] says
+/// otherwise (the real Hub's signed URLs last about an hour).
+pub const DEFAULT_CONTENT_URL_TTL: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// The running Hub and content host. Dropping it stops both.
 #[derive(Debug)]
@@ -154,7 +202,11 @@ impl HubServer {
             .thread_name("testkit-hub")
             .build()
             .map_err(|e| TestkitError::Io("starting the hub runtime".into(), e))?;
-        let state = Arc::new(Mutex::new(HubState::default()));
+        let state = Arc::new(Mutex::new(HubState {
+            latency: DEFAULT_LATENCY,
+            content_url_ttl: DEFAULT_CONTENT_URL_TTL,
+            ..HubState::default()
+        }));
         let (hub_l, content_l) = rt
             .block_on(async {
                 Ok::<_, std::io::Error>((
@@ -236,6 +288,51 @@ impl HubServer {
         self.state.lock().expect("hub state").tree_page_size = n;
     }
 
+    /// Gate `repo`: only these tokens have accepted its terms.
+    pub fn set_gated(&self, repo: &str, granted_tokens: &[&str]) {
+        self.state.lock().expect("hub state").gated.insert(
+            repo.to_string(),
+            granted_tokens.iter().map(|t| t.to_string()).collect(),
+        );
+    }
+
+    /// Rename `old` to `new`: the files move, and requests under the old name are
+    /// redirected (307, relative `Location`) to the new one.
+    pub fn rename_repo(&self, old: &str, new: &str) {
+        let mut s = self.state.lock().expect("hub state");
+        let moved: Vec<_> = s.files.keys().filter(|k| k.0 == old).cloned().collect();
+        for k in moved {
+            let f = s.files.remove(&k).expect("listed");
+            s.files.insert((new.to_string(), k.1, k.2), f);
+        }
+        let branches: Vec<_> = s.branches.keys().filter(|k| k.0 == old).cloned().collect();
+        for k in branches {
+            let c = s.branches.remove(&k).expect("listed");
+            s.branches.insert((new.to_string(), k.1), c);
+        }
+        s.renamed.insert(old.to_string(), new.to_string());
+    }
+
+    /// Limit the Hub to `quota` requests per fixed window of `window` (whole seconds), or
+    /// lift the limit (`None`). The first window starts now.
+    pub fn set_rate_limit(&self, limit: Option<HubRateLimit>) {
+        self.state.lock().expect("hub state").rate = limit.map(|limit| RateWindow {
+            limit,
+            started: std::time::Instant::now(),
+            used: 0,
+        });
+    }
+
+    /// Wait this long before every answer of either listener.
+    pub fn set_latency(&self, latency: std::time::Duration) {
+        self.state.lock().expect("hub state").latency = latency;
+    }
+
+    /// Content URLs minted from now on are good for this long.
+    pub fn set_content_url_ttl(&self, ttl: std::time::Duration) {
+        self.state.lock().expect("hub state").content_url_ttl = ttl;
+    }
+
     /// Replace the fault switches.
     pub fn set_faults(&self, faults: HubFaults) {
         self.state.lock().expect("hub state").faults = faults;
@@ -273,6 +370,7 @@ fn log(state: &Mutex<HubState>, role: HubRole, head: &RequestHead, status: u16) 
         range: head.header("range").map(str::to_string),
         authorization: head.header("authorization").map(str::to_string),
         status,
+        at: std::time::Instant::now(),
     });
 }
 
@@ -283,23 +381,143 @@ type FixedAnswer = (u16, Headers, &'static [u8]);
 /// Status, headers and a body (the listing API's JSON).
 type ApiAnswer = (u16, Headers, Vec<u8>);
 
-/// The token check and the 429 fault, shared by every Hub route.
+/// The rate limit, the 429 fault and the token check, shared by every Hub route, in the
+/// real Hub's order (a request past the limit is refused before it is authenticated).
 fn gate(s: &mut HubState, head: &RequestHead) -> Option<FixedAnswer> {
-    if let Some(tok) = &s.faults.require_token
-        && head.header("authorization") != Some(format!("Bearer {tok}").as_str())
-    {
-        return Some((
-            401,
-            vec![(
-                "X-Error-Message",
-                "Invalid credentials in Authorization header".into(),
-            )],
-            b"unauthorized",
-        ));
+    if let Some(w) = s.rate.as_mut() {
+        let now = std::time::Instant::now();
+        let window = w.limit.window.max(std::time::Duration::from_millis(1));
+        while now.duration_since(w.started) >= window {
+            w.started += window;
+            w.used = 0;
+        }
+        if w.used >= w.limit.quota {
+            return Some((429, Vec::new(), b"Too Many Requests"));
+        }
+        w.used += 1;
     }
     if s.faults.too_many_requests > 0 {
         s.faults.too_many_requests -= 1;
         return Some((429, vec![("Retry-After", "0".into())], b"slow down"));
+    }
+    if let Some(tok) = &s.faults.require_token {
+        match head.header("authorization") {
+            None => return Some(repo_not_found()),
+            Some(a) if a != format!("Bearer {tok}") => {
+                return Some((
+                    401,
+                    vec![("X-Error-Message", INVALID_CREDENTIALS.into())],
+                    b"unauthorized",
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    None
+}
+
+/// The headers of the rate limit's current window, sent on every Hub answer.
+fn rate_headers(s: &HubState) -> Headers {
+    let Some(w) = &s.rate else {
+        return Vec::new();
+    };
+    let left = w
+        .limit
+        .window
+        .saturating_sub(w.started.elapsed())
+        .as_secs_f64()
+        .ceil() as u64;
+    vec![
+        (
+            "RateLimit",
+            format!(
+                "\"api\";r={};t={left}",
+                w.limit.quota.saturating_sub(w.used)
+            ),
+        ),
+        (
+            "RateLimit-Policy",
+            format!(
+                "\"fixed window\";\"api\";q={};w={}",
+                w.limit.quota,
+                w.limit.window.as_secs()
+            ),
+        ),
+    ]
+}
+
+/// `X-Error-Message` of a refused token, as the real Hub says it.
+const INVALID_CREDENTIALS: &str = "Invalid credentials in Authorization header";
+
+/// 401 `RepoNotFound`: no such repository, or a private one.
+fn repo_not_found() -> FixedAnswer {
+    (
+        401,
+        vec![
+            ("X-Error-Code", "RepoNotFound".into()),
+            ("X-Error-Message", "Repository not found".into()),
+        ],
+        b"Repository not found",
+    )
+}
+
+/// `GatedRepo` for a gated repository the request's token has no access to (401 without a
+/// token, 403 with one); `None` when access is granted or the repository is not gated.
+fn gated_refusal(s: &HubState, repo: &str, head: &RequestHead) -> Option<(u16, Headers)> {
+    let granted = s.gated.get(repo)?;
+    let token = head
+        .header("authorization")
+        .and_then(|a| a.strip_prefix("Bearer "));
+    match token {
+        Some(t) if granted.iter().any(|g| g == t) => None,
+        Some(_) => Some((
+            403,
+            vec![
+                ("X-Error-Code", "GatedRepo".into()),
+                (
+                    "X-Error-Message",
+                    format!(
+                        "Access to dataset {repo} is restricted and you are not in the authorized list. Visit https://huggingface.co/datasets/{repo} to ask for access."
+                    ),
+                ),
+            ],
+        )),
+        None => Some((
+            401,
+            vec![
+                ("X-Error-Code", "GatedRepo".into()),
+                (
+                    "X-Error-Message",
+                    format!(
+                        "Access to dataset {repo} is restricted. You must have access to it and be authenticated to access it. Please log in."
+                    ),
+                ),
+            ],
+        )),
+    }
+}
+
+/// The 307 of a request under a renamed repository's old name: the same path under the
+/// new name, as a relative `Location`.
+fn rename_redirect(s: &HubState, head: &RequestHead) -> Option<FixedAnswer> {
+    let target = &head.target;
+    for prefix in ["/api/datasets/", "/datasets/"] {
+        let Some(rest) = target.strip_prefix(prefix) else {
+            continue;
+        };
+        let mut parts = rest.splitn(3, '/');
+        let (owner, name) = (parts.next()?, parts.next()?);
+        let tail = parts.next().map(|t| format!("/{t}")).unwrap_or_default();
+        let (name, query) = match name.split_once('?') {
+            Some((n, q)) => (n, format!("?{q}")),
+            None => (name, String::new()),
+        };
+        let new = s.renamed.get(&format!("{owner}/{name}"))?;
+        return Some((
+            307,
+            vec![("Location", format!("{prefix}{new}{tail}{query}"))],
+            b"",
+        ));
     }
     None
 }
@@ -347,7 +565,7 @@ fn api_error(code: &str, message: &str) -> ApiAnswer {
 /// (`rest` is the path after `/api/datasets/`).
 fn serve_api(head: &RequestHead, rest: &str, state: &Mutex<HubState>) -> ApiAnswer {
     let mut s = state.lock().expect("hub state");
-    if let Some((code, headers, body)) = gate(&mut s, head) {
+    if let Some((code, headers, body)) = gate(&mut s, head).or_else(|| rename_redirect(&s, head)) {
         return (code, headers, body.to_vec());
     }
     let mut parts: Vec<&str> = rest.splitn(5, '/').collect();
@@ -361,7 +579,15 @@ fn serve_api(head: &RequestHead, rest: &str, state: &Mutex<HubState>) -> ApiAnsw
     let repo = format!("{}/{}", parts[0], parts[1]);
     let revision = percent_decode(parts[3]);
     if !s.knows_repo(&repo) {
-        return api_error("RepoNotFound", "Repository not found");
+        let (code, headers, body) = repo_not_found();
+        return api_json(
+            code,
+            headers,
+            &serde_json::json!({ "error": String::from_utf8_lossy(body) }),
+        );
+    }
+    if let Some((code, headers)) = gated_refusal(&s, &repo, head) {
+        return api_json(code, headers, &serde_json::json!({ "error": "gated" }));
     }
     let Some(commit) = s.commit_of(&repo, &revision) else {
         return api_error("RevisionNotFound", "Invalid rev id");
@@ -479,6 +705,8 @@ async fn serve_connection(
     let (r, mut w) = sock.into_split();
     let mut r = BufReader::new(r);
     while let Some(head) = read_request(&mut r).await? {
+        let latency = state.lock().expect("hub state").latency;
+        tokio::time::sleep(latency).await;
         let keep = match role {
             HubRole::Hub => serve_hub(&mut w, &head, &state, &content_origin).await?,
             HubRole::Content => serve_content(&mut w, &head, &state).await?,
@@ -502,7 +730,8 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
     let json = |m: &str| ("Content-Type", m.to_string());
     let path = head.path().to_string();
     if let Some(rest) = path.strip_prefix("/api/datasets/") {
-        let (code, headers, body) = serve_api(head, rest, state);
+        let (code, mut headers, body) = serve_api(head, rest, state);
+        headers.extend(rate_headers(&state.lock().expect("hub state")));
         log(state, HubRole::Hub, head, code);
         write_simple(w, code, headers, &body, head_only).await?;
         return Ok(true);
@@ -530,8 +759,15 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
     }
     let answer = {
         let mut s = state.lock().expect("hub state");
-        if let Some((code, headers, body)) = gate(&mut s, head) {
+        if let Some((code, headers, body)) =
+            gate(&mut s, head).or_else(|| rename_redirect(&s, head))
+        {
             Answer::Status(code, headers, body)
+        } else if !s.knows_repo(&repo) {
+            let (code, headers, body) = repo_not_found();
+            Answer::Status(code, headers, body)
+        } else if let Some((code, headers)) = gated_refusal(&s, &repo, head) {
+            Answer::Status(code, headers, b"gated")
         } else {
             match s.commit_of(&repo, &revision) {
                 None => Answer::Status(
@@ -572,6 +808,12 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
                                 "{content_origin}/lfs/{}?repo={repo}&commit={commit}",
                                 f.sha256
                             );
+                            let expires = std::time::SystemTime::now() + s.content_url_ttl;
+                            let expires_ms = expires
+                                .duration_since(std::time::UNIX_EPOCH)
+                                .map(|d| d.as_millis())
+                                .unwrap_or(0);
+                            location.push_str(&format!("&expires_ms={expires_ms}"));
                             if s.faults.signed_url_uses.is_some() {
                                 let sig = s.signatures.len() as u64 + 1;
                                 s.signatures.insert(sig, 0);
@@ -590,12 +832,15 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
             }
         }
     };
+    let rate = rate_headers(&state.lock().expect("hub state"));
     match answer {
-        Answer::Status(code, headers, body) => {
+        Answer::Status(code, mut headers, body) => {
+            headers.extend(rate);
             log(state, HubRole::Hub, head, code);
             write_simple(w, code, headers, body, head_only).await?;
         }
-        Answer::Redirect(headers) => {
+        Answer::Redirect(mut headers) => {
+            headers.extend(rate);
             log(state, HubRole::Hub, head, 302);
             write_simple(w, 302, headers, b"", head_only).await?;
         }
@@ -623,6 +868,25 @@ async fn serve_content<W: tokio::io::AsyncWrite + Unpin>(
         write_simple(w, 404, vec![], b"no such object", head_only).await?;
         return Ok(true);
     };
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    let fresh = query_param(&head.target, "expires_ms")
+        .and_then(|v| v.parse::<u128>().ok())
+        .is_some_and(|expires| now_ms < expires);
+    if !fresh {
+        log(state, HubRole::Content, head, 403);
+        write_simple(
+            w,
+            403,
+            vec![("Content-Type", "text/plain".to_string())],
+            b"Request has expired",
+            head_only,
+        )
+        .await?;
+        return Ok(true);
+    }
     if let Some(uses) = faults.signed_url_uses {
         let sig = query_param(&head.target, "sig").and_then(|v| v.parse::<u64>().ok());
         let valid = {

@@ -18,7 +18,7 @@ pub mod tools;
 pub use demo_sources::{DemoSources, DemoSourcesOptions};
 pub use fake_gcs::{FakeGcsServer, PublishedObject, locate_fake_gcs_server};
 pub use fixture::{SourcesSpec, manifest_row, write_pipeline};
-pub use hub::{HubFaults, HubRequest, HubRole, HubServer, ResolveChange};
+pub use hub::{HubFaults, HubRateLimit, HubRequest, HubRole, HubServer, ResolveChange};
 pub use proxy::{FaultProxy, ProxiedRequest, ProxyFaults};
 pub use tools::{python, require_python_modules};
 

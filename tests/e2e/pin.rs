@@ -84,6 +84,10 @@ fn pin_with(args: &[&str], out: &Path, gcs: &str, hub: &str) -> Output {
         .env("STORAGE_EMULATOR_HOST", gcs)
         .env("HF_ENDPOINT", hub)
         .env_remove("HF_TOKEN")
+        .env_remove("HUGGING_FACE_HUB_TOKEN")
+        .env_remove("HF_HUB_OFFLINE")
+        // No token file either (`hf auth login` may have written one on this machine).
+        .env("HF_TOKEN_PATH", out.with_extension("no-token"))
         .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
         .output()
         .unwrap()
@@ -127,10 +131,10 @@ fn an_unknown_revision_or_dataset_is_refused() {
     let f = Fixture::new();
     let out = f.pin(&["--hf", &format!("{REPO}@v9.9:raw")]);
     assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!(f.stable(&out.stderr), @"error: <hub>: dataset `agentrace-demo/agent-workload-traces` has no revision `v9.9` (RevisionNotFound)");
+    insta::assert_snapshot!(f.stable(&out.stderr), @"error: hf://datasets/agentrace-demo/agent-workload-traces@v9.9: dataset `agentrace-demo/agent-workload-traces` has no revision `v9.9` (RevisionNotFound, HTTP 404: Invalid rev id) (hint: check hf_revision `v9.9` (pins are exact commits; `pipeline pin` writes them) and that it belongs to dataset `agentrace-demo/agent-workload-traces`)");
     let out = f.pin(&["--hf", "agentrace-demo/no-such-dataset"]);
     assert_eq!(out.status.code(), Some(1));
-    insta::assert_snapshot!(f.stable(&out.stderr), @"error: <hub>: the Hub has no dataset `agentrace-demo/no-such-dataset` (RepoNotFound; a private dataset needs HF_TOKEN)");
+    insta::assert_snapshot!(f.stable(&out.stderr), @"error: hf://datasets/agentrace-demo/no-such-dataset@main: the Hub has no dataset `agentrace-demo/no-such-dataset` that this request may read: it does not exist or is private (no token was sent; RepoNotFound, HTTP 401: Repository not found) (hint: check the repository name `agentrace-demo/no-such-dataset` for a typo; a private dataset needs a token that can read it: set HF_TOKEN or run `hf auth login`)");
     assert!(!f.out().exists());
 }
 

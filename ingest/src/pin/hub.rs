@@ -10,12 +10,14 @@
 
 use super::{HfFound, HubPin, HubTarget, PinError, PinSettings, ShardPin};
 use crate::error::FetchError;
-use crate::source::hf::{HfSettings, HfSource, Resolved, content_range, content_status_error};
+use crate::source::hf::{
+    HfSettings, HfSource, HubRefusal, Resolved, content_range, content_status_error, quote_segment,
+};
 use crate::source::tar_index::{TarEvent, TarWalker, WalkStatus};
 use crate::source::{Backoff, FetchInfo};
 use futures::{StreamExt, TryStreamExt};
 use model::manifest::HfLocation;
-use reqwest::{StatusCode, Url};
+use reqwest::{Method, StatusCode, Url};
 use sha2::{Digest, Sha256};
 use std::ops::ControlFlow;
 use std::time::Duration;
@@ -24,24 +26,16 @@ use std::time::Duration;
 /// server long before it).
 const SHARD_READ_LIMIT: Duration = Duration::from_secs(6 * 3600);
 
-/// `{endpoint}/api/datasets/{owner}/{name}/{segments...}`, each segment percent-encoded
-/// (a `/` inside one becomes `%2F`, as `huggingface_hub` quotes revisions and paths).
+/// `{endpoint}/api/datasets/{owner}/{name}/{segments...}`, each segment quoted whole (a
+/// `/` inside one becomes `%2F`), as `huggingface_hub` quotes revisions and paths.
 fn api_url(endpoint: &str, repo: &str, segments: &[&str]) -> Result<Url, PinError> {
-    let mut url = Url::parse(endpoint)
-        .map_err(|e| PinError::Usage(format!("Hub endpoint `{endpoint}` is not a URL: {e}")))?;
-    {
-        let mut path = url.path_segments_mut().map_err(|_| {
-            PinError::Usage(format!("Hub endpoint `{endpoint}` cannot be a base URL"))
-        })?;
-        path.pop_if_empty().push("api").push("datasets");
-        for part in repo.split('/') {
-            path.push(part);
-        }
-        for s in segments {
-            path.push(s);
-        }
+    let mut text = format!("{}/api/datasets/{repo}", endpoint.trim_end_matches('/'));
+    for s in segments {
+        text.push('/');
+        text.push_str(&quote_segment(s));
     }
-    Ok(url)
+    Url::parse(&text)
+        .map_err(|e| PinError::Usage(format!("Hub endpoint `{endpoint}` is not a URL: {e}")))
 }
 
 /// The `rel="next"` target of a `Link` header.
@@ -62,75 +56,40 @@ fn next_link(headers: &reqwest::header::HeaderMap) -> Option<String> {
     })
 }
 
-/// Turn a non-success answer of the listing API into the refusal it means.
-async fn api_refusal(
-    resp: reqwest::Response,
+/// Turn a non-success answer of the listing API into the refusal it means (read as
+/// ingest reads the resolve answer's, [`HubRefusal`]).
+fn api_refusal(
+    resp: &reqwest::Response,
     uri: &str,
     target: &HubTarget,
-    settings: &PinSettings,
+    source: &HfSource,
 ) -> PinError {
-    let status = resp.status().as_u16();
-    let code = resp
-        .headers()
-        .get("x-error-code")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    match code.as_deref() {
-        Some("RevisionNotFound") => PinError::RevisionNotFound {
-            endpoint: settings.hf_endpoint.clone(),
-            repo: target.repo.clone(),
-            revision: target.revision.clone(),
-        },
-        Some("RepoNotFound") => PinError::RepoNotFound {
-            endpoint: settings.hf_endpoint.clone(),
-            repo: target.repo.clone(),
-        },
-        Some("EntryNotFound") => PinError::Hub(FetchError::NotFound {
+    let status = resp.status();
+    let asked = source.asked(&target.repo, &target.revision, &target.path);
+    match HubRefusal::from_answer(status, resp.headers(), &asked) {
+        Some(refusal) => PinError::Hub(FetchError::Hub {
             uri: uri.to_string(),
-            detail: format!(
-                "the dataset has no folder `{}` (EntryNotFound)",
-                target.path
-            ),
+            refusal: Box::new(refusal),
         }),
-        _ if status == 401 || status == 403 => PinError::Hub(FetchError::Denied {
+        None => PinError::Hub(FetchError::Http {
             uri: uri.to_string(),
-            status,
-            detail: if settings.hf_token.is_some() {
-                "the Hub refused HF_TOKEN".into()
-            } else {
-                "the Hub wants a token; set HF_TOKEN".into()
-            },
-        }),
-        _ => PinError::Hub(FetchError::Http {
-            uri: uri.to_string(),
-            status,
+            status: status.as_u16(),
             attempts: 1,
-            detail: format!(
-                "unexpected answer from the listing API{}",
-                code.map(|c| format!(" ({c})")).unwrap_or_default()
-            ),
+            detail: "unexpected answer from the listing API".into(),
         }),
     }
 }
 
-/// GET a listing-API URL (token to the Hub), retrying transient faults.
+/// GET a listing-API URL (token to the Hub), retrying transient faults, waiting out rate
+/// limits and following redirects on the Hub's own origin (a renamed repository).
 async fn api_get(
     source: &HfSource,
     uri: &str,
     url: Url,
     info: &mut FetchInfo,
-) -> Result<reqwest::Response, PinError> {
+) -> Result<(reqwest::Response, Url), PinError> {
     source
-        .send(uri, info, &|| {
-            let rb = source
-                .client()
-                .get(url.clone())
-                .header(reqwest::header::ACCEPT, "application/json");
-            match &source.settings().token {
-                Some(t) => rb.bearer_auth(t.expose()),
-                None => rb,
-            }
-        })
+        .send_hub(uri, Method::GET, url, Some("application/json"), info)
         .await
         .map_err(|e| match e {
             FetchError::Transport {
@@ -176,6 +135,11 @@ pub(super) async fn pin_dataset(
     target: &HubTarget,
     settings: &PinSettings,
 ) -> Result<(HubPin, Vec<HfFound>), PinError> {
+    if settings.hf_hub_offline {
+        return Err(PinError::Usage(format!(
+            "--hf {target}: HF_HUB_OFFLINE is set, and pinning must ask the Hub; unset HF_HUB_OFFLINE to pin"
+        )));
+    }
     let source = HfSource::with_timeouts(
         HfSettings {
             endpoint: settings.hf_endpoint.clone(),
@@ -183,6 +147,8 @@ pub(super) async fn pin_dataset(
             retries: settings.retries,
             request_timeout: SHARD_READ_LIMIT,
             initial_backoff: settings.initial_backoff,
+            rate_limit_patience: settings.rate_limit_patience,
+            progress: settings.progress.clone(),
         },
         settings.timeout,
         settings.timeout,
@@ -197,9 +163,9 @@ pub(super) async fn pin_dataset(
         &target.repo,
         &["revision", &target.revision],
     )?;
-    let resp = api_get(&source, &uri, url, &mut info).await?;
+    let (resp, _) = api_get(&source, &uri, url, &mut info).await?;
     if resp.status() != StatusCode::OK {
-        return Err(api_refusal(resp, &uri, target, settings).await);
+        return Err(api_refusal(&resp, &uri, target, &source));
     }
     let doc = read_json(resp, &uri).await?;
     let commit = doc["sha"].as_str().unwrap_or_default().to_string();
@@ -230,12 +196,12 @@ pub(super) async fn pin_dataset(
     let mut shards: Vec<(String, u64)> = Vec::new();
     let mut next = Some(url);
     while let Some(url) = next.take() {
-        let resp = api_get(&source, &uri, url.clone(), &mut info).await?;
+        let (resp, answered) = api_get(&source, &uri, url, &mut info).await?;
         if resp.status() != StatusCode::OK {
-            return Err(api_refusal(resp, &uri, target, settings).await);
+            return Err(api_refusal(&resp, &uri, target, &source));
         }
         if let Some(link) = next_link(resp.headers()) {
-            next = Some(url.join(&link).map_err(|e| {
+            next = Some(answered.join(&link).map_err(|e| {
                 PinError::Hub(FetchError::Protocol {
                     uri: uri.clone(),
                     detail: format!("bad next-page link `{link}`: {e}"),

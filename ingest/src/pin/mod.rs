@@ -221,7 +221,7 @@ pub struct PinRequest {
 }
 
 /// How to reach the sources, and the retry budget.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PinSettings {
     /// GCS emulator base URL (`STORAGE_EMULATOR_HOST`); `None` for the real service.
     pub gcs_endpoint: Option<String>,
@@ -229,8 +229,10 @@ pub struct PinSettings {
     pub gcs_credentials: GcsCredentials,
     /// Hub base URL (`HF_ENDPOINT`, default the real Hub).
     pub hf_endpoint: String,
-    /// `HF_TOKEN`.
+    /// The Hub token (`HF_TOKEN`, or the token file `hf auth login` writes).
     pub hf_token: Option<HfToken>,
+    /// `HF_HUB_OFFLINE` is set: `--hf` is refused (the Hub must be asked).
+    pub hf_hub_offline: bool,
     /// Retries of a transient fault (connection refused or reset, timeout, 5xx, 429) per
     /// request, and resumes of a broken transfer.
     pub retries: u32,
@@ -240,21 +242,48 @@ pub struct PinSettings {
     pub initial_backoff: Duration,
     /// Archives (GCS objects, Hub shards) read at once.
     pub parallel: usize,
+    /// Longest one Hub request waits in total while the Hub answers 429.
+    pub rate_limit_patience: Duration,
+    /// Where rate-limit waits are announced.
+    pub progress: std::sync::Arc<dyn crate::progress::ProgressSink>,
+}
+
+impl fmt::Debug for PinSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PinSettings")
+            .field("gcs_endpoint", &self.gcs_endpoint)
+            .field("gcs_credentials", &self.gcs_credentials)
+            .field("hf_endpoint", &self.hf_endpoint)
+            .field("hf_token", &self.hf_token)
+            .field("hf_hub_offline", &self.hf_hub_offline)
+            .field("retries", &self.retries)
+            .field("timeout", &self.timeout)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("parallel", &self.parallel)
+            .field("rate_limit_patience", &self.rate_limit_patience)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PinSettings {
     /// Endpoints and credentials from the environment, with default limits: 3 retries,
-    /// 30 s timeout, 200 ms first backoff, 4 at once.
+    /// 30 s timeout, 200 ms first backoff, 4 at once, ingest's rate-limit patience, no
+    /// progress.
     pub fn from_env(env: &EnvOverrides) -> PinSettings {
         PinSettings {
             gcs_endpoint: model::config::gcs_endpoint(None, env.storage_emulator_host.as_deref()),
             gcs_credentials: env.gcs_credentials(),
             hf_endpoint: model::config::hf_endpoint(None, env.hf_endpoint.as_deref()),
             hf_token: env.hf_token.clone(),
+            hf_hub_offline: env.hf_hub_offline,
             retries: 3,
             timeout: Duration::from_secs(30),
             initial_backoff: Duration::from_millis(200),
             parallel: 4,
+            rate_limit_patience: Duration::from_secs(
+                model::config::IngestConfig::default().rate_limit_patience_s,
+            ),
+            progress: std::sync::Arc::new(crate::progress::NoProgress),
         }
     }
 }
@@ -509,26 +538,6 @@ pub enum PinError {
     /// Some archives were refused; nothing is pinned.
     #[error("{}", refusal_summary(.0))]
     Refused(Vec<Refusal>),
-    /// The Hub has no such dataset (`RepoNotFound`).
-    #[error(
-        "{endpoint}: the Hub has no dataset `{repo}` (RepoNotFound; a private dataset needs HF_TOKEN)"
-    )]
-    RepoNotFound {
-        /// Hub endpoint.
-        endpoint: String,
-        /// Repository.
-        repo: String,
-    },
-    /// The dataset has no such revision (`RevisionNotFound`).
-    #[error("{endpoint}: dataset `{repo}` has no revision `{revision}` (RevisionNotFound)")]
-    RevisionNotFound {
-        /// Hub endpoint.
-        endpoint: String,
-        /// Repository.
-        repo: String,
-        /// Revision asked for.
-        revision: String,
-    },
     /// An endpoint did not answer (refused, reset or silent) within the retry budget.
     #[error(
         "{endpoint}: no answer from {service} after {attempts} attempt(s): {detail}; check the endpoint and the network"
@@ -543,8 +552,9 @@ pub enum PinError {
         /// The last transport error.
         detail: String,
     },
-    /// A request to the Hub or its content host failed (after retries where transient).
-    #[error("{0}")]
+    /// A request to the Hub or its content host failed (after retries where transient); a
+    /// refusal of the Hub or a rate limit carries its hint.
+    #[error("{}", hub_failure(.0))]
     Hub(FetchError),
     /// A GCS request failed (after retries where transient).
     #[error("{uri}: {detail}")]
@@ -566,6 +576,15 @@ impl PinError {
     /// Whether the arguments were at fault (exit code 2) rather than the sources (1).
     pub fn is_usage(&self) -> bool {
         matches!(self, PinError::Usage(_))
+    }
+}
+
+fn hub_failure(e: &FetchError) -> String {
+    match e {
+        FetchError::Hub { .. } | FetchError::RateLimited { .. } => {
+            format!("{e} (hint: {})", e.hint())
+        }
+        _ => e.to_string(),
     }
 }
 

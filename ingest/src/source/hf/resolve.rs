@@ -2,7 +2,7 @@
 //! served commit must be the pinned one), and re-resolving an expired content URL, which
 //! must repeat the first answer's commit, etag and size.
 
-use super::HfSource;
+use super::{HfSource, HubRefusal};
 use crate::error::FetchError;
 use crate::source::FetchInfo;
 use model::manifest::HfLocation;
@@ -47,10 +47,6 @@ fn normalize_etag(v: &str) -> String {
         .trim_start_matches("W/")
         .trim_matches('"')
         .to_string()
-}
-
-fn header_str(resp: &reqwest::Response, name: &str) -> Option<String> {
-    header_of(resp.headers(), name)
 }
 
 /// Interpret the headers of the Hub's answer to a resolve request (a 2xx or a redirect):
@@ -133,7 +129,8 @@ fn header_of(headers: &reqwest::header::HeaderMap, name: &str) -> Option<String>
 }
 
 impl HfSource {
-    /// Ask the Hub where the pinned shard is; check the commit.
+    /// Ask the Hub where the pinned shard is (following redirects on its own origin);
+    /// check the commit. A refusal is [`FetchError::Hub`].
     pub async fn resolve(
         &self,
         uri: &str,
@@ -145,45 +142,19 @@ impl HfSource {
             uri: uri.to_string(),
             detail: format!("bad resolve URL {url_text}: {e}"),
         })?;
-        let resp = self
-            .send(uri, info, &|| {
-                let mut rb = self
-                    .client
-                    .request(Method::HEAD, hub_url.clone())
-                    .header("Accept-Encoding", "identity");
-                if let Some(t) = &self.settings.token {
-                    rb = rb.bearer_auth(t.expose());
-                }
-                rb
-            })
+        let (resp, answered) = self
+            .send_hub(uri, Method::HEAD, hub_url, None, info)
             .await?;
         let status = resp.status();
-        let error_code = header_str(&resp, "x-error-code");
+        let asked = self.asked(&loc.repo, &loc.revision, &loc.shard);
+        if let Some(refusal) = HubRefusal::from_answer(status, resp.headers(), &asked) {
+            return Err(FetchError::Hub {
+                uri: uri.to_string(),
+                refusal: Box::new(refusal),
+            });
+        }
         match status.as_u16() {
             200 | 301 | 302 | 303 | 307 | 308 => {}
-            401 | 403 => {
-                return Err(FetchError::Denied {
-                    uri: uri.to_string(),
-                    status: status.as_u16(),
-                    detail: if self.settings.token.is_some() {
-                        "the Hub refused HF_TOKEN".into()
-                    } else {
-                        "the Hub wants a token; set HF_TOKEN".into()
-                    },
-                });
-            }
-            404 => {
-                return Err(FetchError::NotFound {
-                    uri: uri.to_string(),
-                    detail: format!(
-                        "the Hub has no `{}` at revision {} of dataset `{}`{}",
-                        loc.shard,
-                        loc.revision,
-                        loc.repo,
-                        error_code.map(|c| format!(" ({c})")).unwrap_or_default()
-                    ),
-                });
-            }
             s => {
                 return Err(FetchError::Http {
                     uri: uri.to_string(),
@@ -193,7 +164,7 @@ impl HfSource {
                 });
             }
         }
-        interpret_resolve_headers(status, resp.headers(), &hub_url, &loc.revision, uri)
+        interpret_resolve_headers(status, resp.headers(), &answered, &loc.revision, uri)
     }
 
     /// Resolve the shard again for a fresh content URL. The answer must repeat the first
