@@ -233,10 +233,9 @@ fn the_merge_refuses_a_part_that_changed_after_its_shard_finished() {
     let cfg = demo(d.path());
     run_shards(&cfg, 2);
     let shard0 = d.path().join("run/shards/0-of-2");
-    let record: model::shard::ShardRecord = serde_json::from_str(
-        &std::fs::read_to_string(shard0.join("audit.shard.json")).unwrap(),
-    )
-    .unwrap();
+    let record: model::shard::ShardRecord =
+        serde_json::from_str(&std::fs::read_to_string(shard0.join("audit.shard.json")).unwrap())
+            .unwrap();
     let attempts = record
         .parts
         .iter()
@@ -254,7 +253,11 @@ fn the_merge_refuses_a_part_that_changed_after_its_shard_finished() {
     let at = text.find("\"gen_end").expect("an attempt's gen_end");
     let digit = at + text[at..].find(|c: char| c.is_ascii_digit()).unwrap();
     let mut edited = text.into_bytes();
-    edited[digit] = if edited[digit] == b'9' { b'8' } else { edited[digit] + 1 };
+    edited[digit] = if edited[digit] == b'9' {
+        b'8'
+    } else {
+        edited[digit] + 1
+    };
     std::fs::write(&attempts_path, &edited).unwrap();
     let e = refused(stage("audit", &cfg, &["merge"]));
     assert!(
