@@ -76,15 +76,9 @@ struct ArchiveOutcome {
 /// Run the ingest stage on its own multi-threaded runtime.
 pub fn run(cfg: &LoadedConfig, opts: &IngestOptions) -> Result<IngestReport, IngestError> {
     // A shard locks its own directory: shards of one run directory run at once.
-    let lock_dir = match opts.shard {
-        Some(shard) => shard.dir(&cfg.run_dir),
-        None => cfg.run_dir.clone(),
-    };
-    match opts.shard {
-        Some(shard) => model::run_dir::create_dir_below(&cfg.run_dir, shard.relative_dir()),
-        None => model::run_dir::create_dir_below(&cfg.run_dir, ""),
-    }
-    .map_err(IngestError::io(&lock_dir))?;
+    let below = opts.shard.map(|s| s.relative_dir()).unwrap_or_default();
+    let lock_dir = model::run_dir::create_dir_below(&cfg.run_dir, &below)
+        .map_err(IngestError::io(&cfg.run_dir.join(&below)))?;
     let _lock = model::RunLock::acquire(&lock_dir, "ingest")?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

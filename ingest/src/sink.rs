@@ -196,18 +196,4 @@ impl ByteSink for MemorySink {
 }
 
 /// SHA256 and size of a file, streaming.
-pub fn hash_file(path: &Path) -> std::io::Result<(String, u64)> {
-    let mut f = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; IO_BUFFER_BYTES];
-    let mut total = 0u64;
-    loop {
-        let n = std::io::Read::read(&mut f, &mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-        total += n as u64;
-    }
-    Ok((hex::encode(hasher.finalize()), total))
-}
+pub use model::run_dir::hash_file;

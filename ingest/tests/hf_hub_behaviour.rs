@@ -176,15 +176,21 @@ fn ingest_command(config: &std::path::Path, home: &std::path::Path) -> Command {
     cmd
 }
 
-#[test]
-fn the_token_file_that_hf_auth_login_writes_is_sent_to_the_hub() {
-    let c = small_corpus();
-    let hub = hub_with_corpus(&c);
-    let secret = "hf_from_the_token_file";
+/// The local Hub serving `c`, answering only requests that carry `secret`.
+fn hub_requiring_token(c: &Corpus, secret: &str) -> testkit::HubServer {
+    let hub = hub_with_corpus(c);
     hub.set_faults(HubFaults {
         require_token: Some(secret.into()),
         ..HubFaults::default()
     });
+    hub
+}
+
+#[test]
+fn the_token_file_that_hf_auth_login_writes_is_sent_to_the_hub() {
+    let c = small_corpus();
+    let secret = "hf_from_the_token_file";
+    let hub = hub_requiring_token(&c, secret);
     let rows = vec![c.rows()[0].clone()];
     let home = tempfile::tempdir().unwrap();
     // `hf auth login` writes `$HF_HOME/token`, default `~/.cache/huggingface/token`.
@@ -425,12 +431,8 @@ fn a_rate_limited_hub_is_waited_out_as_its_ratelimit_header_says() {
 #[test]
 fn a_renamed_repository_is_followed_by_its_relative_redirect() {
     let c = small_corpus();
-    let hub = hub_with_corpus(&c);
     let secret = "hf_renamed";
-    hub.set_faults(HubFaults {
-        require_token: Some(secret.into()),
-        ..HubFaults::default()
-    });
+    let hub = hub_requiring_token(&c, secret);
     hub.rename_repo(REPO, "agentrace-demo/renamed-traces");
     let rows = vec![c.rows()[0].clone()];
     let cfg = c.pipeline("hf-renamed", &rows, &[Hf], None, Some(hub.endpoint()));

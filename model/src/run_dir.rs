@@ -7,6 +7,25 @@ pub const FRAME_SCHEMA_VERSION: u32 = 1;
 /// Version of the JSON documents (`audit.json`, `provenance.json`, `run.json`).
 pub const JSON_FORMAT_VERSION: u32 = 1;
 
+/// SHA256 (lowercase hex) and size of a file, streaming: the one hashing every check of
+/// stored bytes, shard parts and recorded outputs uses.
+pub fn hash_file(path: &Path) -> std::io::Result<(String, u64)> {
+    use sha2::Digest;
+    let mut f = std::fs::File::open(path)?;
+    let mut hasher = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0u64;
+    loop {
+        let n = std::io::Read::read(&mut f, &mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        total += n as u64;
+    }
+    Ok((hex::encode(hasher.finalize()), total))
+}
+
 /// A verified archive's stored path relative to the run directory: `store/sha256/<hex>`.
 pub fn stored_archive_relative(sha256_hex: &str) -> String {
     format!("store/sha256/{sha256_hex}")

@@ -9,7 +9,7 @@
 
 use crate::LoadedConfig;
 use crate::manifest::ArchiveSpec;
-use crate::run_dir::{DocumentError, JSON_FORMAT_VERSION, check_json_version};
+use crate::run_dir::{DocumentError, JSON_FORMAT_VERSION, check_json_version, hash_file};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 use std::path::{Path, PathBuf};
@@ -141,24 +141,6 @@ pub struct ShardPart {
     pub sha256: String,
     /// Its size in bytes.
     pub bytes: u64,
-}
-
-/// SHA256 (lowercase hex) and size of a file, streaming.
-pub fn hash_file(path: &Path) -> std::io::Result<(String, u64)> {
-    use std::io::Read;
-    let mut f = std::fs::File::open(path)?;
-    let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut n = 0u64;
-    loop {
-        let k = f.read(&mut buf)?;
-        if k == 0 {
-            break;
-        }
-        h.update(&buf[..k]);
-        n += k as u64;
-    }
-    Ok((hex::encode(h.finalize()), n))
 }
 
 impl ShardRecord {

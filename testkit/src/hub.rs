@@ -848,6 +848,26 @@ async fn serve_hub<W: tokio::io::AsyncWrite + Unpin>(
     Ok(true)
 }
 
+/// The content host's answer to a signed URL past its lifetime or its uses: 403, as the
+/// real content hosts answer.
+async fn answer_expired<W: tokio::io::AsyncWrite + Unpin>(
+    w: &mut W,
+    head: &RequestHead,
+    state: &Mutex<HubState>,
+    head_only: bool,
+) -> std::io::Result<bool> {
+    log(state, HubRole::Content, head, 403);
+    write_simple(
+        w,
+        403,
+        vec![("Content-Type", "text/plain".to_string())],
+        b"Request has expired",
+        head_only,
+    )
+    .await?;
+    Ok(true)
+}
+
 /// Answer a content request; returns whether to keep the connection.
 async fn serve_content<W: tokio::io::AsyncWrite + Unpin>(
     w: &mut W,
@@ -876,16 +896,7 @@ async fn serve_content<W: tokio::io::AsyncWrite + Unpin>(
         .and_then(|v| v.parse::<u128>().ok())
         .is_some_and(|expires| now_ms < expires);
     if !fresh {
-        log(state, HubRole::Content, head, 403);
-        write_simple(
-            w,
-            403,
-            vec![("Content-Type", "text/plain".to_string())],
-            b"Request has expired",
-            head_only,
-        )
-        .await?;
-        return Ok(true);
+        return answer_expired(w, head, state, head_only).await;
     }
     if let Some(uses) = faults.signed_url_uses {
         let sig = query_param(&head.target, "sig").and_then(|v| v.parse::<u64>().ok());
@@ -900,16 +911,7 @@ async fn serve_content<W: tokio::io::AsyncWrite + Unpin>(
             }
         };
         if !valid {
-            log(state, HubRole::Content, head, 403);
-            write_simple(
-                w,
-                403,
-                vec![("Content-Type", "text/plain".to_string())],
-                b"Request has expired",
-                head_only,
-            )
-            .await?;
-            return Ok(true);
+            return answer_expired(w, head, state, head_only).await;
         }
     }
     let range = if faults.ignore_range {
