@@ -225,8 +225,8 @@ pub(super) fn best_start(
     ties.sort_unstable();
     match objective {
         // The GPU tie-break reads the request cover, inside the tied starts' windows only.
-        // (Preparing the earliest's window alone first cost more than it saved:
-        // docs/BENCHMARKS.md, twelfth pass.)
+        // (Preparing the earliest's window alone first was measured to cost more than it
+        // saved.)
         Objective::Cache => {
             let last_end = ties[ties.len() - 1] + g.duration[j as usize];
             st.prepare_gpu_query_within(g, ties[0], last_end);

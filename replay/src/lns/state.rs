@@ -604,7 +604,7 @@ impl StartState {
         let cover = self.cover.as_mut().expect("covers");
         // Disjoint ghosts whose requests' spans other requests cover whole twice throughout
         // (most preparations) have no part of their own. (Checking overlapping ghosts here
-        // request by request cost more than it saved: docs/BENCHMARKS.md, eleventh pass.)
+        // request by request was measured to cost more than it saved.)
         if disjoint
             && ghosts.iter().all(|&j| {
                 let (at, ks) = in_window(j);
@@ -704,8 +704,7 @@ impl StartState {
     /// lies between the first start and the last end of `b`'s placed users `[L, R]`; hence
     /// the start lies in `[L - c, R - d + c]`. Empty (`lo > hi`) when a group no one else
     /// uses costs more than `bound` alone. (Narrowing it to the stretches that can hold a
-    /// whole lifetime when `c` is 0 cost more than it saved: docs/BENCHMARKS.md, tenth
-    /// pass.)
+    /// whole lifetime when `c` is 0 was measured to cost more than it saved.)
     pub(super) fn cache_useful_starts(&self, g: &GridInstance, j: u32, bound: u128) -> (i64, i64) {
         debug_assert!(self.blobs_current(), "sync_blobs first");
         let ju = j as usize;
