@@ -75,11 +75,11 @@ fn lock_and_tidy(
     below: &std::path::Path,
     holder: &str,
 ) -> Result<model::RunLock, AuditError> {
-    let dir = &run_root.join(below);
-    model::run_dir::create_dir_below(run_root, below).map_err(|source| AuditError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let dir =
+        &model::run_dir::create_dir_below(run_root, below).map_err(|source| AuditError::Io {
+            path: run_root.join(below),
+            source,
+        })?;
     let lock = model::RunLock::acquire(dir, holder)?;
     frames::temp::remove_stale_temp_files(dir, frames::temp::temp_name_pid).map_err(|source| {
         AuditError::Io {
