@@ -112,6 +112,15 @@ pub enum FetchError {
         /// Last error.
         detail: String,
     },
+    /// GCS refused the request (401, 403, a missing bucket, requester pays), or no token
+    /// could be had from the credentials.
+    #[error("{uri}: {refusal}")]
+    GcsRefused {
+        /// The location.
+        uri: String,
+        /// What was refused, with the credentials and user project used.
+        refusal: crate::source::gcs_auth::GcsRefusal,
+    },
     /// The GCS client failed.
     #[error("{uri}: {detail}")]
     Gcs {
@@ -157,14 +166,13 @@ impl FetchError {
     }
 
     /// What to try next, for the failure summary.
-    pub fn hint(&self) -> &'static str {
-        match self {
+    pub fn hint(&self) -> std::borrow::Cow<'static, str> {
+        let hint = match self {
+            FetchError::GcsRefused { refusal, .. } => return refusal.hint().into(),
             FetchError::NotFound { .. } => {
                 "check the manifest's generation / revision / path: pins are exact and never fall back to the latest version"
             }
-            FetchError::Denied { .. } => {
-                "set credentials (GOOGLE_APPLICATION_CREDENTIALS or HF_TOKEN) for this location"
-            }
+            FetchError::Denied { .. } => "set HF_TOKEN to a token that may read this dataset",
             FetchError::CommitMismatch { .. } => {
                 "the endpoint does not serve the pinned commit; check hf_revision and HF_ENDPOINT"
             }
@@ -189,7 +197,8 @@ impl FetchError {
                 "file_path must name a regular file inside the manifest's directory"
             }
             FetchError::Sink(_) => "check free space and permissions of the run directory",
-        }
+        };
+        hint.into()
     }
 }
 

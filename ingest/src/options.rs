@@ -1,10 +1,9 @@
 //! How a run is asked for: command-line choices and the environment the ecosystems define
-//! (`STORAGE_EMULATOR_HOST`, `GOOGLE_APPLICATION_CREDENTIALS`, `HF_ENDPOINT`, `HF_TOKEN`),
+//! (`STORAGE_EMULATOR_HOST`, the GCS credential chain's variables, `HF_ENDPOINT`, `HF_TOKEN`),
 //! captured once so tests can pass their own values without touching the process
 //! environment.
 
 use crate::progress::{NoProgress, ProgressSink};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -41,9 +40,9 @@ impl std::fmt::Debug for HfToken {
 pub struct EnvOverrides {
     /// `STORAGE_EMULATOR_HOST` (`host:port` or a URL): GCS reads go to this emulator.
     pub storage_emulator_host: Option<String>,
-    /// `GOOGLE_APPLICATION_CREDENTIALS`: the credentials file for the real GCS (its path is
-    /// not a secret; its contents are never read here).
-    pub google_application_credentials: Option<PathBuf>,
+    /// What the GCS credential chain reads (`GOOGLE_APPLICATION_CREDENTIALS`,
+    /// `CLOUDSDK_CONFIG`, `HOME`, `GCE_METADATA_HOST`, `GOOGLE_CLOUD_QUOTA_PROJECT`, ...).
+    pub gcs_auth: crate::source::gcs_auth::GcsAuthEnv,
     /// `HF_ENDPOINT`: Hub reads go to this mirror.
     pub hf_endpoint: Option<String>,
     /// `HF_TOKEN`: bearer token for the Hub.
@@ -51,18 +50,12 @@ pub struct EnvOverrides {
 }
 
 impl EnvOverrides {
-    /// The credentials for the real GCS these overrides point at.
-    pub fn gcs_credentials(&self) -> crate::source::gcs::GcsCredentials {
-        crate::source::gcs::GcsCredentials::detect(self.google_application_credentials.as_deref())
-    }
-
     /// Read the process environment (empty values count as unset).
     pub fn from_process() -> EnvOverrides {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
         EnvOverrides {
             storage_emulator_host: var("STORAGE_EMULATOR_HOST"),
-            google_application_credentials: var("GOOGLE_APPLICATION_CREDENTIALS")
-                .map(PathBuf::from),
+            gcs_auth: crate::source::gcs_auth::GcsAuthEnv::from_process(),
             hf_endpoint: var("HF_ENDPOINT"),
             hf_token: var("HF_TOKEN").map(HfToken::new),
         }
