@@ -119,7 +119,7 @@ pub enum FetchError {
         /// The location.
         uri: String,
         /// What was refused, with the credentials and user project used.
-        refusal: crate::source::gcs_auth::GcsRefusal,
+        refusal: Box<crate::source::gcs_auth::GcsRefusal>,
     },
     /// The GCS client failed.
     #[error("{uri}: {detail}")]

@@ -201,7 +201,7 @@ impl ByteSink for VecSink {
 
 fn refusal(e: FetchError) -> GcsRefusal {
     match e {
-        FetchError::GcsRefused { refusal, .. } => refusal,
+        FetchError::GcsRefused { refusal, .. } => *refusal,
         other => panic!("expected a GCS refusal, got: {other}"),
     }
 }

@@ -322,7 +322,10 @@ impl ArchiveSource for GcsSource {
                     Ok(r) => r,
                     Err(e) => {
                         if let Some(refusal) = self.clients.refusal(&e, &loc.bucket) {
-                            return Err(FetchError::GcsRefused { uri, refusal });
+                            return Err(FetchError::GcsRefused {
+                                uri,
+                                refusal: Box::new(refusal),
+                            });
                         }
                         if let object_store::Error::NotFound { .. } = e {
                             return Err(FetchError::NotFound {
