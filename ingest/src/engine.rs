@@ -8,7 +8,7 @@ use crate::options::IngestOptions;
 use crate::progress::ProgressSink;
 use crate::report::{ArchiveFailure, IngestReport};
 use crate::sink::{BlobSink, SinkError};
-use crate::source::gcs::GcsSettings;
+use crate::source::gcs::{GcsCredentials, GcsSettings};
 use crate::source::hf::HfSettings;
 use crate::source::{ArchiveSource, FetchInfo, FetchMethod, FileSource, GcsSource, HfSource};
 use crate::store::{Store, StoreCheck};
@@ -96,7 +96,7 @@ fn archive_has(a: &ArchiveSpec, kind: LocationKind) -> bool {
     }
 }
 
-fn build_sources(
+async fn build_sources(
     cfg: &LoadedConfig,
     opts: &IngestOptions,
     kinds: &[LocationKind],
@@ -118,18 +118,33 @@ fn build_sources(
             .iter()
             .filter_map(|a| a.gcs.as_ref().map(|g| g.bucket.as_str()))
             .collect();
-        Some(GcsSource::with_timeouts(
+        let credentials = match &endpoint {
+            Some(_) => GcsCredentials::Anonymous,
+            None => GcsCredentials::detect(&opts.env.gcs_auth)
+                .await
+                .map_err(IngestError::Config)?,
+        };
+        let user_project = crate::source::gcs_auth::user_project(
+            &opts.env.gcs_auth,
+            cfg.config.sources.gcs.user_project.as_deref(),
+            &credentials,
+        );
+        let source = GcsSource::with_timeouts(
             buckets,
             GcsSettings {
                 endpoint,
-                credentials: opts.env.gcs_credentials(),
+                service_url: None,
+                credentials,
+                user_project,
                 retries: ic.retries,
                 request_timeout: timeout,
                 initial_backoff: opts.initial_backoff,
             },
             connect_timeout,
             read_timeout,
-        )?)
+        )?;
+        opts.progress.note(&source.clients().describe());
+        Some(source)
     } else {
         None
     };
@@ -204,7 +219,7 @@ pub async fn run_async(
         .into_iter()
         .filter(|k| cfg.config.sources.locations.contains(k))
         .collect();
-    let sources = build_sources(cfg, opts, &locations)?;
+    let sources = build_sources(cfg, opts, &locations).await?;
     let parallel = opts
         .parallel
         .unwrap_or(cfg.config.ingest.parallel as usize)

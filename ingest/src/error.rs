@@ -137,6 +137,15 @@ pub enum FetchError {
         /// Last error.
         detail: String,
     },
+    /// GCS refused the request (401, 403, a missing bucket, requester pays), or no token
+    /// could be had from the credentials.
+    #[error("{uri}: {refusal}")]
+    GcsRefused {
+        /// The location.
+        uri: String,
+        /// What was refused, with the credentials and user project used.
+        refusal: Box<crate::source::gcs_auth::GcsRefusal>,
+    },
     /// The GCS client failed.
     #[error("{uri}: {detail}")]
     Gcs {
@@ -185,6 +194,7 @@ impl FetchError {
     pub fn hint(&self) -> std::borrow::Cow<'static, str> {
         match self {
             FetchError::Hub { refusal, .. } => refusal.hint().into(),
+            FetchError::GcsRefused { refusal, .. } => refusal.hint().into(),
             FetchError::RateLimited { .. } => {
                 "the Hub limits requests per 5-minute window: raise ingest.rate_limit_patience_s, lower ingest.parallel or the number of shards running at once, or rerun later (verified archives are kept)".into()
             }
@@ -194,7 +204,9 @@ impl FetchError {
 
     fn static_hint(&self) -> &'static str {
         match self {
-            FetchError::Hub { .. } | FetchError::RateLimited { .. } => "",
+            FetchError::Hub { .. }
+            | FetchError::RateLimited { .. }
+            | FetchError::GcsRefused { .. } => "",
             FetchError::NotFound { .. } => {
                 "check the manifest's generation / revision / path: pins are exact and never fall back to the latest version"
             }

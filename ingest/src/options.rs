@@ -1,7 +1,7 @@
 //! How a run is asked for: command-line choices and the environment the ecosystems define
-//! (`STORAGE_EMULATOR_HOST`, `GOOGLE_APPLICATION_CREDENTIALS`, `HF_ENDPOINT`, the Hub token
-//! and `HF_HUB_OFFLINE`), captured once so tests can pass their own values without touching
-//! the process environment.
+//! (`STORAGE_EMULATOR_HOST`, the GCS credential chain's variables, `HF_ENDPOINT`, the Hub
+//! token and `HF_HUB_OFFLINE`), captured once so tests can pass their own values without
+//! touching the process environment.
 //!
 //! The Hub token is found as `huggingface_hub`'s `get_token` finds it: `HF_TOKEN`, else
 //! `HUGGING_FACE_HUB_TOKEN`, else the token file `hf auth login` writes (`HF_TOKEN_PATH`,
@@ -80,9 +80,9 @@ impl std::fmt::Debug for HfToken {
 pub struct EnvOverrides {
     /// `STORAGE_EMULATOR_HOST` (`host:port` or a URL): GCS reads go to this emulator.
     pub storage_emulator_host: Option<String>,
-    /// `GOOGLE_APPLICATION_CREDENTIALS`: the credentials file for the real GCS (its path is
-    /// not a secret; its contents are never read here).
-    pub google_application_credentials: Option<PathBuf>,
+    /// What the GCS credential chain reads (`GOOGLE_APPLICATION_CREDENTIALS`,
+    /// `CLOUDSDK_CONFIG`, `HOME`, `GCE_METADATA_HOST`, `GOOGLE_CLOUD_QUOTA_PROJECT`, ...).
+    pub gcs_auth: crate::source::gcs_auth::GcsAuthEnv,
     /// `HF_ENDPOINT`: Hub reads go to this mirror.
     pub hf_endpoint: Option<String>,
     /// The Hub's bearer token: `HF_TOKEN`, `HUGGING_FACE_HUB_TOKEN` or the token file.
@@ -94,11 +94,6 @@ pub struct EnvOverrides {
 }
 
 impl EnvOverrides {
-    /// The credentials for the real GCS these overrides point at.
-    pub fn gcs_credentials(&self) -> crate::source::gcs::GcsCredentials {
-        crate::source::gcs::GcsCredentials::detect(self.google_application_credentials.as_deref())
-    }
-
     /// Read the process environment (empty values count as unset).
     pub fn from_process() -> EnvOverrides {
         EnvOverrides::from_lookup(|k| std::env::var(k).ok())
@@ -115,8 +110,7 @@ impl EnvOverrides {
         };
         EnvOverrides {
             storage_emulator_host: var("STORAGE_EMULATOR_HOST"),
-            google_application_credentials: var("GOOGLE_APPLICATION_CREDENTIALS")
-                .map(PathBuf::from),
+            gcs_auth: crate::source::gcs_auth::GcsAuthEnv::from_lookup(&lookup),
             hf_endpoint: var("HF_ENDPOINT"),
             hf_token: hub_token(&var),
             hf_hub_offline: is_true("HF_HUB_OFFLINE") || is_true("TRANSFORMERS_OFFLINE"),

@@ -58,7 +58,9 @@ fn gcs_backend_conforms() {
         [BUCKET],
         GcsSettings {
             endpoint: Some(gcs.url()),
+            service_url: None,
             credentials: ingest::source::gcs::GcsCredentials::Anonymous,
+            user_project: None,
             retries: 1,
             request_timeout: Duration::from_secs(30),
             initial_backoff: Duration::from_millis(5),

@@ -70,9 +70,9 @@ pub struct Sources {
     pub archives: Option<Vec<ManifestRow>>,
     /// Which kinds of location to fetch and verify.
     pub locations: Vec<LocationKind>,
-    /// Google Cloud Storage endpoint.
+    /// Google Cloud Storage endpoint and requester-pays project.
     #[serde(default)]
-    pub gcs: EndpointConfig,
+    pub gcs: GcsConfig,
     /// Hugging Face Hub endpoint.
     #[serde(default)]
     pub hf: EndpointConfig,
@@ -82,10 +82,25 @@ pub struct Sources {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointConfig {
-    /// Base URL, or null for the real service. The ecosystem's environment variable
-    /// (`STORAGE_EMULATOR_HOST`, `HF_ENDPOINT`) overrides it.
+    /// Base URL, or null for the real service. `HF_ENDPOINT` overrides it.
     #[serde(default)]
     pub endpoint: Option<String>,
+}
+
+/// How Google Cloud Storage is reached.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GcsConfig {
+    /// Base URL of an emulator, or null for the real service. `STORAGE_EMULATOR_HOST`
+    /// overrides it.
+    #[serde(default)]
+    pub endpoint: Option<String>,
+    /// The project billed for reading requester-pays buckets, sent as `x-goog-user-project`
+    /// on every request (the credentials need `serviceusage.services.use` on it). Null: the
+    /// credentials file's `quota_project_id`, if any. `GOOGLE_CLOUD_QUOTA_PROJECT` overrides
+    /// it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_project: Option<String>,
 }
 
 /// The workloads of this run; at least one.
@@ -801,6 +816,14 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
         return Err(err(
             "ingest.parallel",
             format!("must be 1 to {}", crate::threads::MAX_THREADS),
+        ));
+    }
+    if let Some(p) = &c.sources.gcs.user_project
+        && (p.trim().is_empty() || p.chars().any(|ch| ch.is_whitespace() || ch.is_control()))
+    {
+        return Err(err(
+            "sources.gcs.user_project",
+            format!("must be a project id (no blanks), got {p:?}"),
         ));
     }
     Ok(())

@@ -109,7 +109,9 @@ pub enum Command {
     /// archive whose bytes differ between the two. Writes the manifest and `<stem>.pin.json`.
     Pin {
         /// Objects under this GCS prefix (`STORAGE_EMULATOR_HOST` points at an emulator;
-        /// `GOOGLE_APPLICATION_CREDENTIALS` when set, else anonymous reads).
+        /// credentials: `GOOGLE_APPLICATION_CREDENTIALS`, gcloud's application-default
+        /// login, the metadata server, else anonymous reads; `GOOGLE_CLOUD_QUOTA_PROJECT`
+        /// for requester-pays buckets).
         #[arg(long, value_name = "gs://BUCKET/PREFIX")]
         gcs: Option<String>,
         /// The `.tar` shards under PATH of dataset REPO at REVISION (default main)

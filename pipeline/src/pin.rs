@@ -95,6 +95,9 @@ pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
         ..PinSettings::from_env(env)
     };
     let report = ingest::pin::pin(&request, &settings).map_err(as_failure)?;
+    if let Some(g) = report.gcs.as_ref().filter(|_| !args.quiet) {
+        eprintln!("pin: {}", g.credentials);
+    }
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| Failure {
             code: EXIT_FAILURE,

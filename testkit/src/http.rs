@@ -43,6 +43,24 @@ impl RequestHead {
 /// Read one request head; `None` at a clean end of the connection. A request body
 /// announced by `Content-Length` is read and discarded.
 pub async fn read_request<R: AsyncBufRead + Unpin>(r: &mut R) -> io::Result<Option<RequestHead>> {
+    read_request_inner(r, None)
+        .await
+        .map(|o| o.map(|(head, _)| head))
+}
+
+/// Read one request head and its body (announced by `Content-Length`, at most `limit`
+/// bytes; a larger body is an error); `None` at a clean end of the connection.
+pub async fn read_request_with_body<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    limit: u64,
+) -> io::Result<Option<(RequestHead, Vec<u8>)>> {
+    read_request_inner(r, Some(limit)).await
+}
+
+async fn read_request_inner<R: AsyncBufRead + Unpin>(
+    r: &mut R,
+    keep_body: Option<u64>,
+) -> io::Result<Option<(RequestHead, Vec<u8>)>> {
     let mut line = String::new();
     let mut total = 0usize;
     // Skip stray empty lines between requests.
@@ -84,14 +102,28 @@ pub async fn read_request<R: AsyncBufRead + Unpin>(r: &mut R) -> io::Result<Opti
         target,
         headers,
     };
+    let mut body = Vec::new();
     if let Some(len) = head
         .header("content-length")
         .and_then(|v| v.parse::<u64>().ok())
     {
-        let mut body = r.take(len);
-        tokio::io::copy(&mut body, &mut tokio::io::sink()).await?;
+        match keep_body {
+            Some(limit) if len > limit => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "request body too large",
+                ));
+            }
+            Some(_) => {
+                r.take(len).read_to_end(&mut body).await?;
+            }
+            None => {
+                let mut rest = r.take(len);
+                tokio::io::copy(&mut rest, &mut tokio::io::sink()).await?;
+            }
+        }
     }
-    Ok(Some(head))
+    Ok(Some((head, body)))
 }
 
 /// The reason phrase of the statuses the test servers use.

@@ -166,8 +166,23 @@ async fn serve(sock: TcpStream, upstream: &str, state: &Mutex<ProxyState>) -> st
         let _ = w.shutdown().await;
         return Ok(());
     }
+    let (status, cut) = forward(&head, &mut w, upstream, drop_after).await?;
+    record(status, cut);
+    let _ = w.shutdown().await;
+    Ok(())
+}
+
+/// Send `head` to `upstream` (`host:port`, as its own `Host`) and copy the answer to `w`
+/// with `Connection: close`, cutting the body after `drop_after` bytes if asked. Returns the
+/// status and whether the body was cut.
+pub(crate) async fn forward<W: AsyncWriteExt + Unpin>(
+    head: &RequestHead,
+    w: &mut W,
+    upstream: &str,
+    drop_after: Option<u64>,
+) -> std::io::Result<(u16, bool)> {
     let mut up = TcpStream::connect(upstream).await?;
-    up.write_all(rewrite_head(&head, upstream).as_bytes())
+    up.write_all(rewrite_head(head, upstream).as_bytes())
         .await?;
     let mut up = BufReader::new(up);
     // Response head: forward as is, but force `Connection: close`.
@@ -214,9 +229,7 @@ async fn serve(sock: TcpStream, upstream: &str, state: &Mutex<ProxyState>) -> st
         sent += n as u64;
     }
     w.flush().await?;
-    record(status, cut);
-    let _ = w.shutdown().await;
-    Ok(())
+    Ok((status, cut))
 }
 
 fn rewrite_head(head: &RequestHead, upstream: &str) -> String {

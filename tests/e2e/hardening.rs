@@ -291,8 +291,8 @@ fn secrets_never_leak_through_the_whole_chain() {
     assert!(!bad.status.success());
     let bad_logs =
         String::from_utf8_lossy(&bad.stdout).to_string() + &String::from_utf8_lossy(&bad.stderr);
-    // A run that reads from GCS (the real service: no emulator) builds its GCS client from
-    // the credentials file: the key in it is refused, and the refusal must not carry it.
+    // A run that reads from GCS (the real service: no emulator) signs its requests with the
+    // credentials file: the key in it is refused, and the refusal must not carry it.
     let gcs_rows: Vec<_> = rows
         .iter()
         .map(|r| {
@@ -328,7 +328,7 @@ fn secrets_never_leak_through_the_whole_chain() {
         String::from_utf8_lossy(&gcs.stdout).to_string() + &String::from_utf8_lossy(&gcs.stderr);
     assert!(!gcs.status.success(), "{gcs_logs}");
     assert!(
-        gcs_logs.contains("GCS client for bucket `agentrace-demo`"),
+        gcs_logs.contains("could not get an access token from service-account key"),
         "the GCS source did not read the credentials: {gcs_logs}"
     );
     for secret in [TOKEN, GCS_SECRET] {

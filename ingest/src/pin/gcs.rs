@@ -6,7 +6,7 @@
 
 use super::{GcsFound, GcsPin, GcsPrefix, PinError, PinSettings, Refusal, WorkloadRule};
 use crate::source::Backoff;
-use crate::source::gcs::{GcsClients, GcsSettings};
+use crate::source::gcs::{GcsClients, GcsCredentials, GcsSettings};
 use futures::{StreamExt, TryStreamExt};
 use object_store::gcp::GoogleCloudStorage;
 use object_store::path::Path as ObjectPath;
@@ -23,14 +23,27 @@ fn endpoint(settings: &PinSettings) -> String {
     settings
         .gcs_endpoint
         .clone()
+        .or_else(|| settings.gcs_service_url.clone())
         .unwrap_or_else(|| "https://storage.googleapis.com".into())
 }
 
 /// An object_store error as a refusal: a transport failure (connect, send, timeout) after
 /// object_store's retries is [`PinError::Unreachable`], with the causes below the HTTP error
 /// and no URL; anything else keeps object_store's text.
-fn gcs_error(uri: &str, e: object_store::Error, settings: &PinSettings) -> PinError {
+fn gcs_error(
+    uri: &str,
+    e: object_store::Error,
+    settings: &PinSettings,
+    clients: &GcsClients,
+    bucket: &str,
+) -> PinError {
     use object_store::client::{HttpError, HttpErrorKind};
+    if let Some(refusal) = clients.refusal(&e, bucket) {
+        return PinError::Gcs {
+            uri: uri.to_string(),
+            detail: format!("{refusal} (hint: {})", refusal.hint()),
+        };
+    }
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
     while let Some(c) = cause {
         if let Some(http) = c.downcast_ref::<HttpError>()
@@ -90,10 +103,23 @@ pub(super) async fn pin_prefix(
     rules: &[WorkloadRule],
 ) -> Result<(GcsPin, Vec<GcsFound>), PinError> {
     let where_ = prefix.to_string();
+    let credentials = match &settings.gcs_endpoint {
+        Some(_) => GcsCredentials::Anonymous,
+        None => GcsCredentials::detect(&settings.gcs_auth)
+            .await
+            .map_err(|detail| PinError::Gcs {
+                uri: where_.clone(),
+                detail,
+            })?,
+    };
+    let user_project =
+        crate::source::gcs_auth::user_project(&settings.gcs_auth, None, &credentials);
     let clients = GcsClients::new(
         GcsSettings {
             endpoint: settings.gcs_endpoint.clone(),
-            credentials: settings.gcs_credentials.clone(),
+            service_url: settings.gcs_service_url.clone(),
+            credentials,
+            user_project,
             retries: settings.retries,
             request_timeout: OBJECT_READ_LIMIT,
             initial_backoff: settings.initial_backoff,
@@ -116,7 +142,7 @@ pub(super) async fn pin_prefix(
         .list(list_prefix.as_ref())
         .try_collect()
         .await
-        .map_err(|e| gcs_error(&where_, e, settings))?;
+        .map_err(|e| gcs_error(&where_, e, settings, &clients, &prefix.bucket))?;
     metas.retain(|m| !m.location.as_ref().ends_with('/'));
     metas.sort_by(|a, b| a.location.cmp(&b.location));
     let mut refusals = Vec::new();
@@ -139,7 +165,7 @@ pub(super) async fn pin_prefix(
         return Err(PinError::Refused(refusals));
     }
     let found: Vec<GcsFound> = futures::stream::iter(metas.iter())
-        .map(|m| hash_object(&store, &prefix.bucket, m, settings))
+        .map(|m| hash_object(&store, &clients, &prefix.bucket, m, settings))
         .buffered(settings.parallel.max(1))
         .try_collect()
         .await?;
@@ -149,6 +175,7 @@ pub(super) async fn pin_prefix(
             bucket: prefix.bucket.clone(),
             prefix: prefix.prefix.clone(),
             objects: found.len(),
+            credentials: clients.describe(),
         },
         found,
     ))
@@ -157,6 +184,7 @@ pub(super) async fn pin_prefix(
 /// Read the object's live generation once, hashing it.
 async fn hash_object(
     store: &GoogleCloudStorage,
+    clients: &GcsClients,
     bucket: &str,
     meta: &ObjectMeta,
     settings: &PinSettings,
@@ -177,7 +205,7 @@ async fn hash_object(
         let result = store
             .get_opts(&meta.location, options)
             .await
-            .map_err(|e| gcs_error(&uri, e, settings))?;
+            .map_err(|e| gcs_error(&uri, e, settings, clients, bucket))?;
         let served = result.meta.version.clone().ok_or_else(|| PinError::Gcs {
             uri: uri.clone(),
             detail: "the answer names no generation (x-goog-generation); is STORAGE_EMULATOR_HOST a GCS server?".into(),

@@ -18,7 +18,7 @@ mod hub;
 
 use crate::error::FetchError;
 use crate::options::{EnvOverrides, HfToken};
-use crate::source::gcs::GcsCredentials;
+use crate::source::gcs::GcsAuthEnv;
 use model::WorkloadId;
 use model::manifest::{ManifestRow, write_manifest_csv};
 use serde::Serialize;
@@ -225,8 +225,11 @@ pub struct PinRequest {
 pub struct PinSettings {
     /// GCS emulator base URL (`STORAGE_EMULATOR_HOST`); `None` for the real service.
     pub gcs_endpoint: Option<String>,
-    /// Credentials for the real GCS.
-    pub gcs_credentials: GcsCredentials,
+    /// The real service's base URL; `None` is `https://storage.googleapis.com` (another one:
+    /// a private endpoint, or a stand-in).
+    pub gcs_service_url: Option<String>,
+    /// What the GCS credential chain reads (used only for the real service).
+    pub gcs_auth: GcsAuthEnv,
     /// Hub base URL (`HF_ENDPOINT`, default the real Hub).
     pub hf_endpoint: String,
     /// The Hub token (`HF_TOKEN`, or the token file `hf auth login` writes).
@@ -252,7 +255,8 @@ impl fmt::Debug for PinSettings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PinSettings")
             .field("gcs_endpoint", &self.gcs_endpoint)
-            .field("gcs_credentials", &self.gcs_credentials)
+            .field("gcs_service_url", &self.gcs_service_url)
+            .field("gcs_auth", &self.gcs_auth)
             .field("hf_endpoint", &self.hf_endpoint)
             .field("hf_token", &self.hf_token)
             .field("hf_hub_offline", &self.hf_hub_offline)
@@ -272,7 +276,8 @@ impl PinSettings {
     pub fn from_env(env: &EnvOverrides) -> PinSettings {
         PinSettings {
             gcs_endpoint: model::config::gcs_endpoint(None, env.storage_emulator_host.as_deref()),
-            gcs_credentials: env.gcs_credentials(),
+            gcs_service_url: None,
+            gcs_auth: env.gcs_auth.clone(),
             hf_endpoint: model::config::hf_endpoint(None, env.hf_endpoint.as_deref()),
             hf_token: env.hf_token.clone(),
             hf_hub_offline: env.hf_hub_offline,
@@ -362,6 +367,11 @@ pub struct GcsPin {
     pub prefix: String,
     /// Objects read.
     pub objects: usize,
+    /// The credentials and user project the requests carried
+    /// ([`crate::source::gcs::GcsClients::describe`]); for the user, not the report (it
+    /// differs between users of the same sources).
+    #[serde(skip)]
+    pub credentials: String,
 }
 
 /// One pinned archive.

@@ -8,11 +8,13 @@
 //! `disable_oauth: true`, as object_store documents. The emulator must serve the XML API on
 //! the address it is reached at (fake-gcs-server: `-public-host <host:port>`).
 //!
-//! The real service is reached with the credentials the environment names
-//! (`GOOGLE_APPLICATION_CREDENTIALS`, else gcloud's application-default file), and without
-//! any when there are none: requests are then unsigned, which is how a public bucket is read
-//! (object_store would otherwise ask the GCE metadata server for a token and wait for it).
-//! [`GcsClients`] is the one place that decides; `pipeline pin` uses it too.
+//! The real service is reached with the credentials the chain of [`super::gcs_auth`] finds
+//! (`GOOGLE_APPLICATION_CREDENTIALS`, gcloud's application-default file, the metadata
+//! server, else none: unsigned requests, as a public bucket is read), with the user project
+//! of a requester-pays bucket on every request (`x-goog-user-project`). A refusal (401, 403,
+//! a missing bucket, requester pays) is told apart from a fault
+//! ([`super::gcs_auth::GcsRefusal`]). [`GcsClients`] is the one place that builds the
+//! clients; `pipeline pin` uses it too.
 
 use super::{ArchiveSource, Backoff, FetchInfo, FetchMethod, begin_fetch};
 use crate::error::{FetchError, IngestError};
@@ -26,49 +28,28 @@ use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ClientOptions, GetOptions, GetRange, ObjectStore, RetryConfig};
 use std::collections::BTreeMap;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Where the credentials for the real service come from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GcsCredentials {
-    /// This file (`GOOGLE_APPLICATION_CREDENTIALS`: a service-account key or an authorized
-    /// user file).
-    File(PathBuf),
-    /// gcloud's application-default credentials file in its well-known place.
-    ApplicationDefault,
-    /// None: requests are not signed (public buckets).
-    Anonymous,
-}
-
-impl GcsCredentials {
-    /// The credentials the environment offers: the file `GOOGLE_APPLICATION_CREDENTIALS`
-    /// names, else gcloud's application-default file if it exists, else none.
-    pub fn detect(google_application_credentials: Option<&Path>) -> GcsCredentials {
-        if let Some(p) = google_application_credentials {
-            return GcsCredentials::File(p.to_path_buf());
-        }
-        let well_known = match std::env::var_os("CLOUDSDK_CONFIG") {
-            Some(dir) => Some(PathBuf::from(dir).join("application_default_credentials.json")),
-            None => std::env::var_os("HOME").map(|h| {
-                PathBuf::from(h).join(".config/gcloud/application_default_credentials.json")
-            }),
-        };
-        if well_known.is_some_and(|p| p.is_file()) {
-            GcsCredentials::ApplicationDefault
-        } else {
-            GcsCredentials::Anonymous
-        }
-    }
-}
+pub use super::gcs_auth::{
+    CredentialsKind, CredentialsOrigin, GcsAuthEnv, GcsCredentials, GcsRefusal, RefusalKind,
+};
 
 /// How to reach GCS.
 #[derive(Debug, Clone)]
 pub struct GcsSettings {
     /// Emulator base URL (`http://host:port`); `None` for the real service.
     pub endpoint: Option<String>,
-    /// Credentials for the real service (an emulator needs none).
+    /// The real service's base URL; `None` is `https://storage.googleapis.com`. Another one
+    /// is a private endpoint (or a stand-in): requests to it carry the credentials, unlike
+    /// an emulator's.
+    pub service_url: Option<String>,
+    /// Credentials for the real service, as [`GcsCredentials::detect`] found them (an
+    /// emulator needs none).
     pub credentials: GcsCredentials,
+    /// The project billed for requester-pays buckets, sent as `x-goog-user-project` on
+    /// every request ([`super::gcs_auth::user_project`] chooses it).
+    pub user_project: Option<String>,
     /// Retries of a transient fault, and resumes of a broken body.
     pub retries: u32,
     /// Whole-request timeout (must cover the largest archive's transfer).
@@ -85,6 +66,8 @@ pub struct GcsClients {
     client: ClientOptions,
     /// The emulator's service-account file; lives as long as the clients.
     service_account: Option<tempfile::NamedTempFile>,
+    /// Tokens for the real service; `None` sends unsigned requests.
+    provider: Option<Arc<super::gcs_auth::GoogleAuthProvider>>,
 }
 
 impl GcsClients {
@@ -93,7 +76,41 @@ impl GcsClients {
         self.settings
             .endpoint
             .as_deref()
+            .or(self.settings.service_url.as_deref())
             .unwrap_or("https://storage.googleapis.com")
+    }
+
+    /// Which credentials the requests carry, for the user (never a secret).
+    pub fn credentials_label(&self) -> String {
+        match &self.settings.endpoint {
+            Some(e) => format!("none (the emulator at {e}, unsigned requests)"),
+            None => self.settings.credentials.label(),
+        }
+    }
+
+    /// The credentials and user project the requests carry, one line for progress output:
+    /// e.g. `GCS credentials: the metadata server at http://metadata.google.internal; user
+    /// project my-project`.
+    pub fn describe(&self) -> String {
+        let project = match &self.settings.user_project {
+            Some(p) => format!("; user project {p} (x-goog-user-project)"),
+            None => String::new(),
+        };
+        format!("GCS credentials: {}{project}", self.credentials_label())
+    }
+
+    /// The refusal `e` is (401, 403, a missing bucket, requester pays, no token), with the
+    /// credentials and user project the request carried.
+    pub fn refusal(&self, e: &object_store::Error, bucket: &str) -> Option<GcsRefusal> {
+        let anonymous = self.settings.endpoint.is_some()
+            || self.settings.credentials == GcsCredentials::Anonymous;
+        GcsRefusal::classify(
+            e,
+            bucket,
+            &self.credentials_label(),
+            anonymous,
+            self.settings.user_project.as_deref(),
+        )
     }
 
     /// Prepare; no request is made. `connect_timeout` bounds connecting to the endpoint,
@@ -103,6 +120,10 @@ impl GcsClients {
         connect_timeout: Duration,
         read_timeout: Duration,
     ) -> Result<GcsClients, String> {
+        let provider = match &settings.endpoint {
+            Some(_) => None,
+            None => settings.credentials.provider()?,
+        };
         let service_account = match &settings.endpoint {
             Some(endpoint) => {
                 let mut f = tempfile::Builder::new()
@@ -142,15 +163,24 @@ impl GcsClients {
         if settings
             .endpoint
             .as_deref()
+            .or(settings.service_url.as_deref())
             .is_some_and(|e| e.starts_with("http://"))
         {
             client = client.with_allow_http(true);
+        }
+        if let Some(project) = &settings.user_project {
+            let value = reqwest::header::HeaderValue::from_str(project)
+                .map_err(|_| format!("user project `{project}` is not a valid header value"))?;
+            let mut headers = reqwest::header::HeaderMap::new();
+            headers.insert("x-goog-user-project", value);
+            client = client.with_default_headers(headers);
         }
         Ok(GcsClients {
             settings,
             retry,
             client,
             service_account,
+            provider,
         })
     }
 
@@ -161,17 +191,17 @@ impl GcsClients {
 
     /// A client for `bucket`.
     pub fn store(&self, bucket: &str) -> Result<GoogleCloudStorage, String> {
-        let builder = match (&self.service_account, &self.settings.credentials) {
+        let mut builder = match (&self.service_account, &self.provider) {
             (Some(f), _) => GoogleCloudStorageBuilder::new()
                 .with_service_account_path(f.path().to_string_lossy()),
-            (None, GcsCredentials::File(p)) => {
-                GoogleCloudStorageBuilder::new().with_application_credentials(p.to_string_lossy())
-            }
-            (None, GcsCredentials::ApplicationDefault) => GoogleCloudStorageBuilder::new(),
-            (None, GcsCredentials::Anonymous) => {
-                GoogleCloudStorageBuilder::new().with_skip_signature(true)
-            }
+            (None, Some(p)) => GoogleCloudStorageBuilder::new().with_credentials(p.clone()),
+            (None, None) => GoogleCloudStorageBuilder::new().with_skip_signature(true),
         };
+        if self.settings.endpoint.is_none()
+            && let Some(url) = &self.settings.service_url
+        {
+            builder = builder.with_base_url(url.trim_end_matches('/'));
+        }
         builder
             .with_bucket_name(bucket)
             .with_retry(self.retry.clone())
@@ -233,6 +263,13 @@ impl GcsSource {
     }
 }
 
+impl GcsSource {
+    /// The clients (their credentials, user project and endpoint).
+    pub fn clients(&self) -> &GcsClients {
+        &self.clients
+    }
+}
+
 impl ArchiveSource for GcsSource {
     fn kind(&self) -> LocationKind {
         LocationKind::Gcs
@@ -283,16 +320,22 @@ impl ArchiveSource for GcsSource {
                 };
                 let result = match store.get_opts(&path, options).await {
                     Ok(r) => r,
-                    Err(object_store::Error::NotFound { .. }) => {
-                        return Err(FetchError::NotFound {
-                            uri,
-                            detail: format!(
-                                "object `{}` has no generation {} in bucket `{}`",
-                                loc.object, loc.generation, loc.bucket
-                            ),
-                        });
-                    }
                     Err(e) => {
+                        if let Some(refusal) = self.clients.refusal(&e, &loc.bucket) {
+                            return Err(FetchError::GcsRefused {
+                                uri,
+                                refusal: Box::new(refusal),
+                            });
+                        }
+                        if let object_store::Error::NotFound { .. } = e {
+                            return Err(FetchError::NotFound {
+                                uri,
+                                detail: format!(
+                                    "object `{}` has no generation {} in bucket `{}`",
+                                    loc.object, loc.generation, loc.bucket
+                                ),
+                            });
+                        }
                         return Err(FetchError::Gcs {
                             uri,
                             detail: format!("{e} (endpoint {})", self.clients.endpoint_label()),

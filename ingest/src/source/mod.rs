@@ -5,6 +5,7 @@
 
 pub mod file;
 pub mod gcs;
+pub mod gcs_auth;
 pub mod hf;
 pub mod retry;
 pub mod tar_index;
