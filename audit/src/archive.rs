@@ -229,15 +229,17 @@ pub fn scan_archive(
         path: path.to_path_buf(),
         source,
     })?;
-    let compression = ArchiveCompression::detect(head).ok_or_else(|| {
-        archive_err(
-            None,
-            format!(
-                "not a gzip or zstd stream (first bytes {})",
-                hex::encode(&head[..head.len().min(4)])
-            ),
-        )
-    })?;
+    let Some(compression) = ArchiveCompression::detect(head) else {
+        let first = hex::encode(&head[..head.len().min(4)]);
+        return Err(
+            store_damage(path, archive_id, expected_sha256, expected_bytes).unwrap_or_else(|| {
+                archive_err(
+                    None,
+                    format!("not a gzip or zstd stream (first bytes {first})"),
+                )
+            }),
+        );
+    };
     let decoder: Box<dyn Read + '_> = match compression {
         ArchiveCompression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(&mut raw)),
         ArchiveCompression::Zstd => Box::new(
@@ -249,7 +251,16 @@ pub fn scan_archive(
         ArchiveCompression::Gzip => "gzip/tar",
         ArchiveCompression::Zstd => "zstd/tar",
     };
-    let mut stats = scan_tar_stream(decoder, archive_id, label, limits, visit)?;
+    let mut stats = match scan_tar_stream(decoder, archive_id, label, limits, visit) {
+        Ok(stats) => stats,
+        // A stream that breaks off, or a member refused, in bytes that are not the verified
+        // ones: the store is damaged, and that is what to say (the whole file is hashed).
+        Err(e) => {
+            return Err(
+                store_damage(path, archive_id, expected_sha256, expected_bytes).unwrap_or(e),
+            );
+        }
+    };
     // Hash the rest of the file (padding after the end-of-archive blocks).
     io::copy(&mut raw, &mut io::sink()).map_err(|source| AuditError::Io {
         path: path.to_path_buf(),
@@ -267,6 +278,23 @@ pub fn scan_archive(
         });
     }
     Ok(stats)
+}
+
+/// `StoreMismatch` when the stored file at `path` does not hash to the verified values
+/// (`None` when it does, or cannot be read: the error at hand is then the better one).
+fn store_damage(
+    path: &Path,
+    archive_id: &str,
+    expected_sha256: &str,
+    expected_bytes: u64,
+) -> Option<AuditError> {
+    let (actual, bytes) = model::run_dir::hash_file(path).ok()?;
+    (actual != expected_sha256 || bytes != expected_bytes).then(|| AuditError::StoreMismatch {
+        archive_id: archive_id.to_string(),
+        path: path.to_path_buf(),
+        expected: format!("{expected_sha256} ({expected_bytes} bytes)"),
+        actual: format!("{actual} ({bytes} bytes)"),
+    })
 }
 
 /// Walk the members of an uncompressed tar stream through `visit`, with the SPEC 5 checks

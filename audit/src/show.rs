@@ -585,6 +585,25 @@ fn compare_rows(spec: &FrameSpec, stored: &DataFrame, derived: &DataFrame, out: 
     }
 }
 
+/// [`compare_rows`] for a frame that holds `copies` identical sets of the attempt's rows
+/// (one per archive id with these bytes): each set is compared with `derived`.
+fn compare_copies(
+    spec: &FrameSpec,
+    stored: &DataFrame,
+    derived: &DataFrame,
+    copies: usize,
+    out: &mut Vec<String>,
+) {
+    let n = derived.height();
+    if copies < 2 || stored.height() != copies * n {
+        compare_rows(spec, stored, derived, out);
+        return;
+    }
+    for k in 0..copies {
+        compare_rows(spec, &stored.slice((k * n) as i64, n), derived, out);
+    }
+}
+
 /// Every difference between the attempt's rows in the frames and the same rows built from
 /// the re-derived attempt by the audit's writer.
 fn compare_with_frames(run: &RunDir, a: &AuditedAttempt) -> Result<Vec<String>, AuditError> {
@@ -621,16 +640,24 @@ fn compare_with_frames(run: &RunDir, a: &AuditedAttempt) -> Result<Vec<String>, 
         &output::attempts_frame(one),
         &mut out,
     );
-    compare_rows(
+    // The per-request frames key an attempt by its bytes (archive SHA256 and member prefix),
+    // not its archive id: the same bytes under several archive ids give one set of rows per
+    // copy, identical, in a row.
+    let copies = stored_rows(run, &ATTEMPTS, &by_sha(&ATTEMPTS), None)?
+        .height()
+        .max(1);
+    compare_copies(
         &REQUESTS,
         &stored_rows(run, &REQUESTS, &by_sha(&REQUESTS), None)?,
         &output::requests_batch(one),
+        copies,
         &mut out,
     );
-    compare_rows(
+    compare_copies(
         &CLIPPING,
         &stored_rows(run, &CLIPPING, &by_sha(&CLIPPING), None)?,
         &output::clipping_frame(one),
+        copies,
         &mut out,
     );
     compare_rows(

@@ -319,6 +319,23 @@ fn store_tampering_is_caught() {
             && e.contains("does not match its verified hash"),
         "{e}"
     );
+    // Bytes flipped in mid-stream (the decoder breaks off before the end is hashed) and
+    // at the start (no compression magic): still the store's damage, not a corrupt archive.
+    for at in [bytes.len() / 2, 0] {
+        let mut t = bytes.clone();
+        t[at] ^= 0xff;
+        t[at + 1] ^= 0xff;
+        std::fs::write(&stored, t).unwrap();
+        let e = audit::run(&cfg, &audit::AuditOptions::default())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("archive `arc`: stored file")
+                && e.contains("does not match its verified hash")
+                && e.ends_with("rerun `ingest`"),
+            "flip at {at}: {e}"
+        );
+    }
     std::fs::remove_file(&stored).unwrap();
     let e = audit::run(&cfg, &audit::AuditOptions::default())
         .unwrap_err()

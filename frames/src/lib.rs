@@ -175,18 +175,33 @@ fn encode_parquet(
 }
 
 /// A writer that keeps the first I/O error of the file it wraps, so a failed Parquet write
-/// reports the real cause ("No space left on device") instead of the encoder's wrapper.
+/// reports the real cause ("No space left on device") instead of the encoder's wrapper. The
+/// error is kept in a slot shared with its creator, since a batched encoder owns its writer.
 struct IoErrorRecorder<W> {
     inner: W,
-    first_error: Option<std::io::Error>,
+    first_error: IoErrorSlot,
+}
+
+/// Where an [`IoErrorRecorder`] keeps its first error.
+#[derive(Clone, Default)]
+struct IoErrorSlot(std::sync::Arc<std::sync::Mutex<Option<std::io::Error>>>);
+
+impl IoErrorSlot {
+    fn take(&self) -> Option<std::io::Error> {
+        self.0.lock().map(|mut e| e.take()).unwrap_or(None)
+    }
 }
 
 impl<W: std::io::Write> IoErrorRecorder<W> {
     fn new(inner: W) -> Self {
         IoErrorRecorder {
             inner,
-            first_error: None,
+            first_error: IoErrorSlot::default(),
         }
+    }
+
+    fn slot(&self) -> IoErrorSlot {
+        self.first_error.clone()
     }
 
     fn take_error(&mut self) -> Option<std::io::Error> {
@@ -195,9 +210,10 @@ impl<W: std::io::Write> IoErrorRecorder<W> {
 
     fn record<T>(&mut self, r: std::io::Result<T>) -> std::io::Result<T> {
         if let Err(e) = &r
-            && self.first_error.is_none()
+            && let Ok(mut slot) = self.first_error.0.lock()
+            && slot.is_none()
         {
-            self.first_error = Some(std::io::Error::new(e.kind(), e.to_string()));
+            *slot = Some(std::io::Error::new(e.kind(), e.to_string()));
         }
         r
     }
@@ -215,6 +231,34 @@ impl<W: std::io::Write> std::io::Write for IoErrorRecorder<W> {
     }
 }
 
+/// A batched Parquet encoder (zstd, single-threaded) over `out`, with the slot that keeps
+/// `out`'s first I/O error.
+fn batched_encoder<W: std::io::Write>(
+    out: W,
+    schema: &Schema,
+    kv: Vec<(String, String)>,
+) -> Result<(BatchedWriter<IoErrorRecorder<W>>, IoErrorSlot), ParquetWriteError> {
+    let out = IoErrorRecorder::new(out);
+    let slot = out.slot();
+    let w = ParquetWriter::new(out)
+        .with_compression(ParquetCompression::Zstd(None))
+        .set_parallel(false)
+        .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)))
+        .batched(schema);
+    match w {
+        Ok(w) => Ok((w, slot)),
+        Err(e) => Err(why(&slot, e)),
+    }
+}
+
+/// The I/O error behind a Polars error, when the output had one.
+fn why(slot: &IoErrorSlot, e: PolarsError) -> ParquetWriteError {
+    match slot.take() {
+        Some(io) => ParquetWriteError::Io(io),
+        None => ParquetWriteError::Polars(e),
+    }
+}
+
 /// Writes one frame in batches (one Parquet row group per batch), so a frame larger than
 /// memory can be produced; the file appears under its final name only after `finish`
 /// (temporary sibling, fsync, rename), and a writer dropped unfinished removes its
@@ -224,7 +268,7 @@ pub struct FrameStreamWriter {
     tmp: PathBuf,
     spec: &'static schema::FrameSpec,
     meta: FrameMeta,
-    writer: Option<BatchedWriter<std::fs::File>>,
+    writer: Option<(BatchedWriter<IoErrorRecorder<std::fs::File>>, IoErrorSlot)>,
     rows: usize,
 }
 
@@ -251,10 +295,16 @@ impl FrameStreamWriter {
         }
     }
 
-    fn polars(&self) -> impl FnOnce(PolarsError) -> FrameError + '_ {
-        move |source| FrameError::Polars {
-            path: self.path.clone(),
-            source,
+    fn failed(&self, e: ParquetWriteError) -> FrameError {
+        match e {
+            ParquetWriteError::Io(source) => FrameError::Io {
+                path: self.tmp.clone(),
+                source,
+            },
+            ParquetWriteError::Polars(source) => FrameError::Polars {
+                path: self.path.clone(),
+                source,
+            },
         }
     }
 
@@ -279,19 +329,14 @@ impl FrameStreamWriter {
                 ),
             ];
             kv.extend(self.meta.extra.iter().cloned());
-            let w = ParquetWriter::new(file)
-                .with_compression(ParquetCompression::Zstd(None))
-                .set_parallel(false)
-                .with_key_value_metadata(Some(KeyValueMetadata::from_static(kv)))
-                .batched(df.schema())
-                .map_err(self.polars())?;
-            self.writer = Some(w);
+            let encoder = batched_encoder(file, df.schema(), kv).map_err(|e| self.failed(e))?;
+            self.writer = Some(encoder);
         }
-        let w = self.writer.as_mut().expect("created above");
-        w.write_batch(df).map_err(|source| FrameError::Polars {
-            path: self.path.clone(),
-            source,
-        })?;
+        let (w, slot) = self.writer.as_mut().expect("created above");
+        if let Err(e) = w.write_batch(df) {
+            let e = why(slot, e);
+            return Err(self.failed(e));
+        }
         self.rows += df.height();
         Ok(())
     }
@@ -302,8 +347,11 @@ impl FrameStreamWriter {
             None => {
                 write_declared(&self.path, empty, self.spec, &self.meta)?;
             }
-            Some(w) => {
-                w.finish().map_err(self.polars())?;
+            Some((w, slot)) => {
+                if let Err(e) = w.finish() {
+                    let e = why(&slot, e);
+                    return Err(self.failed(e));
+                }
                 drop(w);
                 let f = std::fs::File::open(&self.tmp).map_err(io_err(&self.tmp))?;
                 f.sync_all().map_err(io_err(&self.tmp))?;
@@ -581,8 +629,8 @@ mod tests {
         }
     }
 
-    /// Issue 16, item 8: a full disk while writing a frame reports the disk's error, not
-    /// Polars' "Invalid thrift: transport error".
+    /// A full disk while writing a frame reports the disk's error, not Polars' "Invalid
+    /// thrift: transport error".
     #[test]
     fn a_full_disk_is_reported_as_such() {
         let mut df = polars::df!("x" => (0..10_000i64).collect::<Vec<_>>()).unwrap();
@@ -597,6 +645,45 @@ mod tests {
         let mut sink = Vec::new();
         super::encode_parquet(&mut sink, &mut df, Vec::new()).unwrap();
         assert!(sink.starts_with(b"PAR1"));
+    }
+
+    /// The batched encoder (frames larger than memory) reports a full disk as such at
+    /// every fill level, not Polars' "Invalid thrift: transport error".
+    #[test]
+    fn a_full_disk_under_the_batched_encoder_is_reported_as_such() {
+        let df = polars::df!("x" => (0..10_000i64).collect::<Vec<_>>()).unwrap();
+        let mut whole = Vec::new();
+        {
+            let (mut w, _) = super::batched_encoder(&mut whole, df.schema(), Vec::new())
+                .map_err(|_| "encoder")
+                .unwrap();
+            for _ in 0..3 {
+                w.write_batch(&df).unwrap();
+            }
+            w.finish().unwrap();
+        }
+        let step = (whole.len() / 40).max(1);
+        for room in (0..whole.len()).step_by(step) {
+            let result = (|| {
+                let (mut w, slot) =
+                    super::batched_encoder(FullDisk { room }, df.schema(), Vec::new())?;
+                for _ in 0..3 {
+                    w.write_batch(&df).map_err(|e| super::why(&slot, e))?;
+                }
+                w.finish().map_err(|e| super::why(&slot, e))?;
+                Ok::<(), super::ParquetWriteError>(())
+            })();
+            match result {
+                Err(super::ParquetWriteError::Io(e)) => {
+                    assert_eq!(
+                        e.kind(),
+                        std::io::ErrorKind::StorageFull,
+                        "room {room}: {e}"
+                    )
+                }
+                other => panic!("room {room} of {}: {other:?}", whole.len()),
+            }
+        }
     }
 
     use super::*;

@@ -26,12 +26,8 @@ pub fn temp_path_for(path: &Path) -> PathBuf {
     dir.join(format!(".{name}{TEMP_MARKER}{}-{seq}", std::process::id()))
 }
 
-/// Whether the process `pid` is running on this machine. Where this cannot be known (no
-/// `/proc`), every process counts as running, so nothing is removed.
-pub fn process_is_running(pid: u32) -> bool {
-    let proc_root = Path::new("/proc");
-    !proc_root.join("self").exists() || proc_root.join(pid.to_string()).exists()
-}
+/// Whether the process `pid` is running on this machine (a zombie is not).
+pub use model::process::is_running as process_is_running;
 
 /// The writer's process id in a temporary name made by [`temp_path_for`] (`None` for any
 /// other name).

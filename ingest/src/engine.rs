@@ -11,7 +11,7 @@ use crate::sink::{BlobSink, SinkError};
 use crate::source::gcs::{GcsCredentials, GcsSettings};
 use crate::source::hf::HfSettings;
 use crate::source::{ArchiveSource, FetchInfo, FetchMethod, FileSource, GcsSource, HfSource};
-use crate::store::{Store, StoreCheck};
+use crate::store::{LocationCheck, LocationRecord, Store, StoreCheck};
 use model::ArchiveSpec;
 use model::LoadedConfig;
 use model::config::LocationKind;
@@ -40,13 +40,64 @@ impl Sources {
     }
 }
 
+/// The run's circuit breaker, one per location kind (each kind has one endpoint per run):
+/// once a request to an endpoint times out or cannot connect, the fetches still waiting on
+/// it end at once and the later ones are not started, each failing with a line that names
+/// the first failure. The state is a watch channel, so waiting fetches see it trip.
+struct Breakers {
+    tripped: tokio::sync::watch::Sender<std::collections::BTreeMap<&'static str, String>>,
+}
+
+impl Breakers {
+    fn new() -> Breakers {
+        Breakers {
+            tripped: tokio::sync::watch::Sender::new(Default::default()),
+        }
+    }
+
+    /// The first failure of the endpoint of `kind`, when it tripped.
+    fn cause(&self, kind: &'static str) -> Option<String> {
+        self.tripped.borrow().get(kind).cloned()
+    }
+
+    /// Trip the breaker of `kind` (the first cause is kept).
+    fn trip(&self, kind: &'static str, cause: String) {
+        self.tripped.send_if_modified(|m| {
+            if m.contains_key(kind) {
+                return false;
+            }
+            m.insert(kind, cause);
+            true
+        });
+    }
+
+    /// Wait until the breaker of `kind` trips; its cause.
+    async fn tripped(&self, kind: &'static str) -> String {
+        let mut rx = self.tripped.subscribe();
+        let cause = rx
+            .wait_for(|m| m.contains_key(kind))
+            .await
+            .ok()
+            .and_then(|m| m.get(kind).cloned());
+        match cause {
+            Some(cause) => cause,
+            // The sender lives as long as the run: never reached.
+            None => std::future::pending().await,
+        }
+    }
+}
+
 struct Ctx {
+    breakers: Breakers,
     store: Store,
     sources: Sources,
     locations: Vec<LocationKind>,
     offline: bool,
     /// `HF_HUB_OFFLINE` made the run offline.
     offline_by_env: bool,
+    /// Offline, a location without a verified record of its own does not fail its archive
+    /// when the store holds the bytes (its row says `unchecked`).
+    accept_unchecked: bool,
     progress: Arc<dyn ProgressSink>,
 }
 
@@ -232,11 +283,13 @@ pub async fn run_async(
         .sum();
     progress.begin(cfg.archives.len() as u64, planned);
     let ctx = Arc::new(Ctx {
+        breakers: Breakers::new(),
         store: store.clone(),
         sources,
         locations,
         offline: opts.offline,
         offline_by_env: opts.env.hf_hub_offline,
+        accept_unchecked: opts.accept_unchecked,
         progress: progress.clone(),
     });
     let semaphore = Arc::new(tokio::sync::Semaphore::new(parallel));
@@ -493,64 +546,104 @@ async fn ingest_archive(ctx: &Ctx, a: &ArchiveSpec) -> Result<ArchiveOutcome, In
             .await
             .expect("store check task")?
     };
-    match &store_check {
-        StoreCheck::Verified => {
-            for k in &kinds {
-                let mut row = base_row(a, k.as_str(), kind_uri(a, *k));
-                row.verdict = Verdict::InStore;
-                row.served_from_store = true;
-                row.actual_sha256 = Some(a.sha256.clone());
-                row.actual_bytes = Some(a.bytes);
-                row.method = Some(FetchMethod::Store.as_str().into());
-                out.rows.push(row);
-            }
-            out.from_store = true;
-            ctx.progress.advance_bytes(a.bytes * kinds.len() as u64);
-            ctx.progress.archive_done(&a.archive_id, "in_store");
-            return Ok(out);
-        }
-        StoreCheck::Corrupt {
-            actual_sha256,
-            quarantined,
-            ..
-        } => {
-            let line = format!(
-                "{}: stored blob had sha256 {actual_sha256}; moved to {quarantined}",
-                a.archive_id
-            );
-            ctx.progress.note(&line);
-            out.store_repairs.push(line);
-        }
-        StoreCheck::Absent => {}
+    if let StoreCheck::Corrupt {
+        actual_sha256,
+        quarantined,
+        ..
+    } = &store_check
+    {
+        let line = format!(
+            "{}: stored blob had sha256 {actual_sha256}; moved to {quarantined}",
+            a.archive_id
+        );
+        ctx.progress.note(&line);
+        out.store_repairs.push(line);
     }
-    if ctx.offline {
-        for k in &kinds {
-            let mut row = base_row(a, k.as_str(), kind_uri(a, *k));
-            row.verdict = Verdict::SkippedOffline;
-            row.error = Some("offline, and the store does not hold this archive".into());
-            out.rows.push(row);
-        }
-        out.failures.push(ArchiveFailure {
-            archive_id: a.archive_id.clone(),
-            location: model::run_dir::stored_archive_relative(&a.sha256),
-            problem: format!("{}; not in the store (offline)", expected_text(a)),
-            hint: if ctx.offline_by_env {
-                "unset HF_HUB_OFFLINE (and run without --offline) to fetch it".into()
-            } else {
-                "run without --offline to fetch it".into()
-            },
-        });
-        ctx.progress.archive_done(&a.archive_id, "missing_offline");
-        return Ok(out);
-    }
+    let blob_known = store_check == StoreCheck::Verified;
+    // Locations that have no verified record of their own, under --offline.
+    let mut unchecked: Vec<String> = Vec::new();
     for k in &kinds {
+        let uri = kind_uri(a, *k);
+        if blob_known {
+            match ctx.store.location_check(&a.sha256, a.bytes, &uri) {
+                LocationCheck::Verified(record) => {
+                    let mut row = base_row(a, k.as_str(), uri);
+                    row.verdict = Verdict::InStore;
+                    row.served_from_store = true;
+                    row.actual_sha256 = Some(a.sha256.clone());
+                    row.actual_bytes = Some(a.bytes);
+                    row.resolved_commit = record.resolved_commit;
+                    row.method = Some(FetchMethod::Store.as_str().into());
+                    out.rows.push(row);
+                    ctx.progress.advance_bytes(a.bytes);
+                    continue;
+                }
+                LocationCheck::Unusable(why) => {
+                    ctx.progress.note(&format!(
+                        "{}: location record ignored, the location is checked again: {why}",
+                        a.archive_id
+                    ));
+                }
+                LocationCheck::Unverified => {}
+            }
+        }
+        if ctx.offline {
+            let mut row = base_row(a, k.as_str(), uri.clone());
+            if blob_known {
+                row.error = Some(
+                    "offline: the store holds the verified bytes, but this location has never delivered them"
+                        .into(),
+                );
+                row.verdict = if ctx.accept_unchecked {
+                    Verdict::Unchecked
+                } else {
+                    Verdict::SkippedOffline
+                };
+                unchecked.push(uri);
+            } else {
+                row.verdict = Verdict::SkippedOffline;
+                row.error = Some("offline, and the store does not hold this archive".into());
+            }
+            out.rows.push(row);
+            continue;
+        }
         let source = ctx
             .sources
             .get(*k)
             .expect("a source is built for every configured kind in use");
         fetch_location(ctx, a, source, &mut out).await?;
     }
-    // Cross-source identity: every location that delivered bytes must agree.
+    if ctx.offline && !blob_known {
+        out.failures.push(ArchiveFailure {
+            archive_id: a.archive_id.clone(),
+            location: model::run_dir::stored_archive_relative(&a.sha256),
+            problem: format!("{}; not in the store (offline)", expected_text(a)),
+            hint: offline_hint(ctx, "to fetch it"),
+        });
+        ctx.progress.archive_done(&a.archive_id, "missing_offline");
+        return Ok(out);
+    }
+    if !unchecked.is_empty() && !ctx.accept_unchecked {
+        out.failures.push(ArchiveFailure {
+            archive_id: a.archive_id.clone(),
+            location: unchecked.join(", "),
+            problem: format!(
+                "{}; the store holds these bytes, but {} never delivered them, and offline {} not checked",
+                expected_text(a),
+                if unchecked.len() == 1 { "this location" } else { "these locations" },
+                if unchecked.len() == 1 { "it is" } else { "they are" },
+            ),
+            hint: offline_hint(
+                ctx,
+                "to check them, or pass --accept-unchecked to use the stored bytes regardless",
+            ),
+        });
+    }
+    if out.rows.iter().all(|r| r.verdict == Verdict::InStore) {
+        out.from_store = true;
+    }
+    // Cross-source identity: every location that delivered bytes, in this run or (by its
+    // record) in an earlier one, must agree.
     let delivered: Vec<(String, String, u64)> = out
         .rows
         .iter()
@@ -586,10 +679,12 @@ async fn ingest_archive(ctx: &Ctx, a: &ArchiveSpec) -> Result<ArchiveOutcome, In
             }
         }
     }
-    let status = if out.failures.is_empty() {
-        "verified"
-    } else {
+    let status = if !out.failures.is_empty() {
         "failed"
+    } else if out.from_store {
+        "in_store"
+    } else {
+        "verified"
     };
     ctx.progress.archive_done(&a.archive_id, status);
     Ok(out)
@@ -607,9 +702,28 @@ async fn fetch_location(
     let tmp = ctx.store.temp_path(&a.archive_id, kind);
     let mut sink = BlobSink::create(&tmp, a.bytes, ctx.progress.clone()).map_err(sink_fatal)?;
     let started = Instant::now();
-    out.fetches += 1;
     let mut info = FetchInfo::default();
-    let result = source.fetch(a, &mut sink, &mut info).await;
+    let down = |cause: String, waiting: bool| FetchError::EndpointDown {
+        uri: uri.clone(),
+        waiting,
+        cause,
+    };
+    let result = match ctx.breakers.cause(kind) {
+        Some(cause) => Err(down(cause, false)),
+        None => {
+            out.fetches += 1;
+            tokio::select! {
+            r = source.fetch(a, &mut sink, &mut info) => r,
+            cause = ctx.breakers.tripped(kind) => Err(down(cause, true)),
+            }
+        }
+    };
+    if let Err(e) = &result
+        && e.endpoint_down()
+    {
+        ctx.breakers
+            .trip(kind, format!("archive {} at {e}", a.archive_id));
+    }
     // What the fetch learned counts whether or not it succeeded.
     let mut facts = FetchFacts {
         archive_id: a.archive_id.clone(),
@@ -632,9 +746,21 @@ async fn fetch_location(
             if blob.sha256 == a.sha256 && blob.bytes == a.bytes {
                 row.verdict = Verdict::Verified;
                 let store = ctx.store.clone();
-                tokio::task::spawn_blocking(move || store.admit(blob))
-                    .await
-                    .expect("admit task")?;
+                let record = LocationRecord {
+                    format_version: crate::store::LOCATION_RECORD_VERSION,
+                    sha256: a.sha256.clone(),
+                    bytes: a.bytes,
+                    location_kind: kind.to_string(),
+                    uri: uri.clone(),
+                    resolved_commit: row.resolved_commit.clone(),
+                    method: row.method.clone(),
+                };
+                tokio::task::spawn_blocking(move || {
+                    store.admit(blob)?;
+                    store.record_location(&record)
+                })
+                .await
+                .expect("admit task")?;
             } else {
                 row.verdict = Verdict::Mismatch;
                 let (sha, n) = (blob.sha256.clone(), blob.bytes);
@@ -697,6 +823,14 @@ async fn fetch_location(
     out.facts.push(facts);
     out.rows.push(row);
     Ok(())
+}
+
+fn offline_hint(ctx: &Ctx, what: &str) -> String {
+    if ctx.offline_by_env {
+        format!("unset HF_HUB_OFFLINE (and run without --offline) {what}")
+    } else {
+        format!("run without --offline {what}")
+    }
 }
 
 fn sink_fatal(e: SinkError) -> IngestError {

@@ -19,6 +19,17 @@ pub enum FetchError {
         /// Attempts made.
         attempts: u32,
     },
+    /// The endpoint timed out or refused the connection after the client's own retries
+    /// (GCS, whose client retries connection faults within one read timeout).
+    #[error("{uri}: {endpoint} cannot be reached: {detail}")]
+    Unreachable {
+        /// The location.
+        uri: String,
+        /// The endpoint.
+        endpoint: String,
+        /// The client's error.
+        detail: String,
+    },
     /// The object, generation, revision, shard or member does not exist.
     #[error("{uri}: not found: {detail}")]
     NotFound {
@@ -176,12 +187,47 @@ pub enum FetchError {
         /// What it is instead.
         what: String,
     },
+    /// Not tried: another archive's request to the same endpoint timed out or could not
+    /// connect in this run, so this one would only wait as long again.
+    #[error("{uri}: {}: {cause}", if *waiting { "stopped waiting" } else { "not tried" })]
+    EndpointDown {
+        /// The location.
+        uri: String,
+        /// The request was under way (and was given up), rather than not started.
+        waiting: bool,
+        /// The first failure of the endpoint (`archive X at URI: no answer from ...`).
+        cause: String,
+    },
     /// Writing the temporary file failed.
     #[error("{0}")]
     Sink(#[from] crate::sink::SinkError),
 }
 
 impl FetchError {
+    /// Whether the failure says the endpoint itself stopped answering (a read timeout, a
+    /// connection refused or timed out), so that every other request to it would fail the
+    /// same way: the circuit breaker of the ingest run opens on it.
+    pub fn endpoint_down(&self) -> bool {
+        let connect_failure = |detail: &str| {
+            let d = detail.to_ascii_lowercase();
+            [
+                "timed out",
+                "connection refused",
+                "error trying to connect",
+                "tcp connect error",
+            ]
+            .iter()
+            .any(|p| d.contains(p))
+        };
+        match self {
+            FetchError::TimedOut { .. } | FetchError::Unreachable { .. } => true,
+            FetchError::Transport {
+                reached: 0, detail, ..
+            } => connect_failure(detail),
+            _ => false,
+        }
+    }
+
     /// The commit the Hub served, when the error carries it.
     pub fn resolved_commit(&self) -> Option<&str> {
         match self {
@@ -229,6 +275,9 @@ impl FetchError {
             FetchError::TimedOut { .. } => {
                 "the endpoint accepted the connection but did not answer; check the endpoint, or raise ingest.read_timeout_s for a slow one"
             }
+            FetchError::Unreachable { .. } => {
+                "the endpoint did not answer or refused the connection; check the endpoint and connectivity, or raise ingest.read_timeout_s for a slow one"
+            }
             FetchError::Http { .. } | FetchError::Transport { .. } | FetchError::Gcs { .. } => {
                 "transient faults were retried; check connectivity and rerun (verified archives are kept)"
             }
@@ -237,6 +286,9 @@ impl FetchError {
                 "file_path must name a regular file inside the manifest's directory"
             }
             FetchError::Sink(_) => "check free space and permissions of the run directory",
+            FetchError::EndpointDown { .. } => {
+                "the endpoint stopped answering during this run; check it (or raise ingest.read_timeout_s for a slow one) and rerun: verified archives are kept"
+            }
         }
     }
 }
@@ -318,19 +370,26 @@ fn failure_summary(report: &IngestReport) -> String {
         .map(|r| r.archive_id.as_str())
         .collect();
     let partly = failed.iter().filter(|a| stored.contains(*a)).count();
-    let stored_note = match partly {
-        0 => String::new(),
+    let mut notes: Vec<String> = Vec::new();
+    if failed.len() < report.archives {
+        notes.push("all others were fetched and verified".into());
+    }
+    match partly {
+        0 => {}
         n if n == failed.len() => {
-            "; each of them verified from another location and is in the store".to_string()
+            notes.push("each of them verified from another location and is in the store".into())
         }
-        1 => "; 1 of them verified from another location and is in the store".to_string(),
-        n => format!("; {n} of them verified from another location and are in the store"),
-    };
+        1 => notes.push("1 of them verified from another location and is in the store".into()),
+        n => notes.push(format!(
+            "{n} of them verified from another location and are in the store"
+        )),
+    }
+    notes.push(format!("ledger: {}", report.ledger_path.display()));
     let mut s = format!(
-        "{} of {} archives failed verification (all others were fetched and verified{stored_note}; ledger: {}):",
+        "{} of {} archives failed verification ({}):",
         failed.len(),
         report.archives,
-        report.ledger_path.display()
+        notes.join("; ")
     );
     for f in &report.failures {
         s.push_str("\n  ");
@@ -394,8 +453,9 @@ mod tests {
         .to_string()
     }
 
-    /// Issue 16, item 8: archives whose bytes verified from their file while their GCS
-    /// location failed are said to be in the store, not counted as lost.
+    /// Archives whose bytes verified from their file while their GCS location failed are
+    /// said to be in the store, not counted as lost; "all others" is said only when there
+    /// are others.
     #[test]
     fn the_summary_says_which_failed_archives_are_verified_in_the_store() {
         use Verdict::*;
@@ -410,7 +470,7 @@ mod tests {
         );
         assert_eq!(
             both.lines().next().unwrap(),
-            "2 of 2 archives failed verification (all others were fetched and verified; each of them verified from another location and is in the store; ledger: run/ledger.parquet):"
+            "2 of 2 archives failed verification (each of them verified from another location and is in the store; ledger: run/ledger.parquet):"
         );
         let one = summary(
             vec![
@@ -421,7 +481,7 @@ mod tests {
             &["a", "b"],
         );
         assert!(
-            one.starts_with("2 of 2 archives failed verification (all others were fetched and verified; 1 of them verified from another location and is in the store; ledger"),
+            one.starts_with("2 of 2 archives failed verification (1 of them verified from another location and is in the store; ledger"),
             "{one}"
         );
         let none = summary(vec![row("b", "gcs", Mismatch)], &["b"]);
@@ -430,6 +490,11 @@ mod tests {
                 "1 of 2 archives failed verification (all others were fetched and verified; ledger"
             ),
             "{none}"
+        );
+        let all = summary(vec![row("b", "gcs", Mismatch)], &["b", "c"]);
+        assert!(
+            all.starts_with("2 of 2 archives failed verification (ledger: run/ledger.parquet):"),
+            "{all}"
         );
     }
 }

@@ -22,32 +22,38 @@ pub enum Verdict {
     Mismatch,
     /// The fetch failed (not found, refused, wrong pin, transfer failed, oversize).
     Error,
-    /// `--offline` and the store lacks the archive.
+    /// `--offline`, and the store lacks the archive or this location never delivered its
+    /// bytes (no verified record of its own).
     SkippedOffline,
+    /// `--offline --accept-unchecked`: the store holds the verified bytes, but this location
+    /// never delivered them; accepted as asked, not checked.
+    Unchecked,
     /// The archive has none of the configured location kinds.
     NoLocation,
 }
 
 impl Verdict {
     /// The ledger spelling.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Verdict::Verified => "verified",
             Verdict::InStore => "in_store",
             Verdict::Mismatch => "mismatch",
             Verdict::Error => "error",
             Verdict::SkippedOffline => "skipped_offline",
+            Verdict::Unchecked => "unchecked",
             Verdict::NoLocation => "no_location",
         }
     }
 
     /// Every verdict, for the schema.
-    pub const ALL: [Verdict; 6] = [
+    pub const ALL: [Verdict; 7] = [
         Verdict::Verified,
         Verdict::InStore,
         Verdict::Mismatch,
         Verdict::Error,
         Verdict::SkippedOffline,
+        Verdict::Unchecked,
         Verdict::NoLocation,
     ];
 
@@ -56,9 +62,13 @@ impl Verdict {
         Verdict::ALL.into_iter().find(|v| v.as_str() == text)
     }
 
-    /// Whether the row is good (verified now or held verified in the store).
+    /// Whether the row lets its archive be used: verified now, verified by this location in
+    /// an earlier run (`in_store`), or held verified in the store and accepted unchecked.
     pub fn is_ok(self) -> bool {
-        matches!(self, Verdict::Verified | Verdict::InStore)
+        matches!(
+            self,
+            Verdict::Verified | Verdict::InStore | Verdict::Unchecked
+        )
     }
 }
 
@@ -160,7 +170,7 @@ pub const LEDGER: FrameSpec = FrameSpec {
         col_in(
             "verdict",
             VERDICTS,
-            "verified, in_store, mismatch, error, skipped_offline, no_location.",
+            "verified (fetched now), in_store (this location delivered the stored bytes in an earlier run), mismatch, error, skipped_offline, unchecked (offline, accepted: stored bytes, location never checked), no_location.",
         ),
         col("error", Str, true, "Why the row is not verified."),
         col(
@@ -179,7 +189,7 @@ pub const LEDGER: FrameSpec = FrameSpec {
             "cross_source_identical",
             Bool,
             true,
-            "Whether every location fetched this run gave identical bytes; null with fewer than two.",
+            "Whether every location that delivered bytes (this run, or by its record in an earlier run) gave identical bytes; null with fewer than two.",
         ),
         col(
             "quarantine_path",
@@ -190,14 +200,16 @@ pub const LEDGER: FrameSpec = FrameSpec {
     ],
 };
 
-const VERDICTS: &[&str] = &[
-    "verified",
-    "in_store",
-    "mismatch",
-    "error",
-    "skipped_offline",
-    "no_location",
-];
+/// The ledger spellings of [`Verdict::ALL`], in order.
+const VERDICTS: &[&str] = &{
+    let mut names = [""; Verdict::ALL.len()];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = Verdict::ALL[i].as_str();
+        i += 1;
+    }
+    names
+};
 
 /// The ledger rows as a DataFrame with the columns of [`LEDGER`].
 pub fn ledger_frame(rows: &[LedgerRow]) -> PolarsResult<DataFrame> {

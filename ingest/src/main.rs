@@ -14,16 +14,20 @@ use std::sync::Arc;
 #[command(name = "ingest", version)]
 struct Args {
     /// The run's pipeline.yaml.
-    #[arg(long, required_unless_present = "print_ledger_schema")]
+    #[arg(long, global = true, required_unless_present = "print_ledger_schema")]
     config: Option<PathBuf>,
     /// Use only the verified store; contact no location.
     #[arg(long)]
     offline: bool,
+    /// With --offline: use stored bytes even for locations that never delivered them
+    /// (their ledger rows say `unchecked`) instead of failing those archives.
+    #[arg(long, requires = "offline")]
+    accept_unchecked: bool,
     /// Archives fetched at once (default: `ingest.parallel` of the config).
     #[arg(long, value_parser = model::threads::parse_thread_count)]
     parallel: Option<usize>,
     /// No progress output, only errors and the final line.
-    #[arg(long)]
+    #[arg(long, global = true)]
     quiet: bool,
     /// Replace files this command writes (the ledger, `ingest.run.json`) in a directory no
     /// command of this toolkit has written to.
@@ -109,6 +113,7 @@ fn main() -> ExitCode {
     }
     let opts = ingest::IngestOptions {
         offline: args.offline,
+        accept_unchecked: args.accept_unchecked,
         parallel: args.parallel,
         progress: Arc::new(cli_progress::CliProgress::new(args.quiet)),
         shard: args.shard,

@@ -178,6 +178,9 @@ fn hub_token(var: &dyn Fn(&str) -> Option<String>) -> Option<HfToken> {
 pub struct IngestOptions {
     /// Work from the store alone; never contact a location.
     pub offline: bool,
+    /// With `offline`: a location that never delivered its archive's bytes does not fail
+    /// the archive when the store holds them (the row says `unchecked`).
+    pub accept_unchecked: bool,
     /// Archives fetched at once; `None` takes `ingest.parallel` from the config.
     pub parallel: Option<usize>,
     /// Endpoint and credential overrides.
@@ -195,6 +198,7 @@ impl std::fmt::Debug for IngestOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("IngestOptions")
             .field("offline", &self.offline)
+            .field("accept_unchecked", &self.accept_unchecked)
             .field("parallel", &self.parallel)
             .field("env", &self.env)
             .field("initial_backoff", &self.initial_backoff)
@@ -207,6 +211,7 @@ impl Default for IngestOptions {
     fn default() -> Self {
         IngestOptions {
             offline: false,
+            accept_unchecked: false,
             parallel: None,
             env: EnvOverrides::default(),
             initial_backoff: Duration::from_millis(200),

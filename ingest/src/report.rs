@@ -66,10 +66,19 @@ impl IngestReport {
     /// One line for the user.
     pub fn summary_line(&self) -> String {
         let mib = self.downloaded_bytes as f64 / (1u64 << 20) as f64;
-        let head = format!(
-            "{} of {} archives verified",
-            self.verified_archives, self.archives
-        );
+        let unchecked = self.rows_with(Verdict::Unchecked).count();
+        let head = match unchecked {
+            0 => format!(
+                "{} of {} archives verified",
+                self.verified_archives, self.archives
+            ),
+            n => format!(
+                "{} of {} archives verified ({n} location{} never checked, accepted offline)",
+                self.verified_archives,
+                self.archives,
+                if n == 1 { "" } else { "s" }
+            ),
+        };
         if self.nothing_downloaded() {
             format!("{head}; store complete, nothing downloaded")
         } else {

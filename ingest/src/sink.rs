@@ -197,3 +197,8 @@ impl ByteSink for MemorySink {
 
 /// SHA256 and size of a file, streaming.
 pub use model::run_dir::hash_file;
+
+/// SHA256 of bytes in memory, lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}

@@ -66,6 +66,7 @@ impl Stage for IngestStage {
     fn run(&self, cfg: &LoadedConfig, ctx: &StageContext) -> Result<String, StageError> {
         let opts = IngestOptions {
             offline: ctx.offline,
+            accept_unchecked: ctx.accept_unchecked,
             progress: Arc::new(StageLines(ctx.progress.clone())),
             ..IngestOptions::from_process_env()
         };

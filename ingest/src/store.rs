@@ -4,6 +4,12 @@
 //! A blob already in the store is re-hashed before it is trusted (an offline rerun proves
 //! the store, not just that a file name exists); a stored file whose bytes no longer match
 //! its name is moved to quarantine and fetched again.
+//!
+//! The store answers "are these bytes known", never "is this location good": which
+//! locations delivered a blob's bytes is recorded per (blob, location) in
+//! `store/locations/` ([`LocationRecord`]), one file each, written once a location's bytes
+//! verified. A location without its own record (new, changed in the manifest, or whose
+//! fetch never finished) is fetched and checked even when the store holds the bytes.
 
 use crate::error::IngestError;
 use crate::sink::{TempBlob, hash_file};
@@ -26,6 +32,42 @@ pub enum StoreCheck {
         /// Where it went, relative to the run directory.
         quarantined: String,
     },
+}
+
+/// Format version of a location record; checked on read.
+pub const LOCATION_RECORD_VERSION: u32 = 1;
+
+/// That one location (its URI names the pin: GCS generation, Hub commit and member) once
+/// delivered bytes that verified against the manifest: `store/locations/<sha256>.<key>.json`,
+/// `key` the first 32 hex digits of the SHA256 of the URI. No wall-clock time is in it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LocationRecord {
+    /// [`LOCATION_RECORD_VERSION`].
+    pub format_version: u32,
+    /// The blob's SHA256.
+    pub sha256: String,
+    /// The blob's byte count.
+    pub bytes: u64,
+    /// `file`, `gcs` or `hf`.
+    pub location_kind: String,
+    /// The location as the ledger writes it.
+    pub uri: String,
+    /// The commit the Hub resolved the pinned revision to when the bytes were fetched.
+    pub resolved_commit: Option<String>,
+    /// How the bytes were read (`full_object`, `member_range`, `shard_scan`).
+    pub method: Option<String>,
+}
+
+/// What `store/locations/` says of one (blob, location).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LocationCheck {
+    /// A record of this very location and blob.
+    Verified(LocationRecord),
+    /// No record: the location was never verified for these bytes.
+    Unverified,
+    /// A record file that cannot be trusted (unreadable, another version, or about another
+    /// location or blob); the location counts as unverified, and the reason is reported.
+    Unusable(String),
 }
 
 /// The run directory's store and quarantine.
@@ -110,6 +152,57 @@ impl Store {
             actual_bytes: n,
             quarantined: rel,
         })
+    }
+
+    /// The record file of one (blob, location).
+    pub fn location_record_path(&self, sha256: &str, uri: &str) -> PathBuf {
+        let key = crate::sink::sha256_hex(uri.as_bytes());
+        self.run
+            .root()
+            .join("store")
+            .join("locations")
+            .join(format!("{sha256}.{}.json", &key[..32]))
+    }
+
+    /// Whether `uri` has delivered the blob `sha256` of `bytes` bytes in an earlier run.
+    pub fn location_check(&self, sha256: &str, bytes: u64, uri: &str) -> LocationCheck {
+        let path = self.location_record_path(sha256, uri);
+        if model::run_dir::is_link(&path) {
+            return LocationCheck::Unusable(format!(
+                "{} is a symbolic link; a run directory holds no links it did not make",
+                path.display()
+            ));
+        }
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return LocationCheck::Unverified;
+            }
+            Err(e) => return LocationCheck::Unusable(format!("{}: {e}", path.display())),
+        };
+        if let Err(e) = model::run_dir::check_json_version(&path, &text, LOCATION_RECORD_VERSION) {
+            return LocationCheck::Unusable(e.to_string());
+        }
+        match serde_json::from_str::<LocationRecord>(&text) {
+            Ok(r) if r.sha256 == sha256 && r.bytes == bytes && r.uri == uri => {
+                LocationCheck::Verified(r)
+            }
+            Ok(_) => LocationCheck::Unusable(format!(
+                "{}: the record is about another location or blob",
+                path.display()
+            )),
+            Err(e) => LocationCheck::Unusable(format!("{}: {e}", path.display())),
+        }
+    }
+
+    /// Record that a location delivered verified bytes (after they are in the store).
+    pub fn record_location(&self, record: &LocationRecord) -> Result<(), IngestError> {
+        let path = self.location_record_path(&record.sha256, &record.uri);
+        model::run_dir::create_dir_below(self.run.root(), "store/locations")
+            .map_err(IngestError::io(&path))?;
+        let text = serde_json::to_string_pretty(record).expect("json") + "\n";
+        frames::atomic_write(&path, text.as_bytes())?;
+        Ok(())
     }
 
     /// Move verified bytes into the store. An identical blob already there is kept as is.

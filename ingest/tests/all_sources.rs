@@ -125,10 +125,19 @@ fn corpus_from_files_gcs_and_hub_is_verified_then_served_from_the_store() {
         again.summary_line(),
         format!("{n} of {n} archives verified; store complete, nothing downloaded")
     );
+    // Each location answers by its own record: the Hub commit its fetch resolved and the
+    // identity of the three locations are kept.
     assert!(again.ledger.iter().all(|r| r.verdict == Verdict::InStore
         && r.served_from_store
         && r.method.as_deref() == Some("store")
-        && r.cross_source_identical.is_none()));
+        && r.cross_source_identical == Some(true)));
+    assert!(
+        again
+            .ledger
+            .iter()
+            .filter(|r| r.location_kind == "hf")
+            .all(|r| r.resolved_commit.as_deref() == Some(revision.as_str()))
+    );
     assert_eq!(hub.requests(), vec![]);
 
     // Offline works from the store alone (the servers are gone).

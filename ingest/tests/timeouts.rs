@@ -1,7 +1,9 @@
-//! Issue 16, item 2: an endpoint that accepts connections and never answers ends the fetch
-//! after about `ingest.read_timeout_s` (not retried), with an error naming the endpoint, for
-//! GCS and for the Hub alike. Without the bound, each would wait the whole-request timeout
-//! (an hour by default) per retry.
+//! An endpoint that accepts connections and never answers ends the fetch after about
+//! `ingest.read_timeout_s` (not retried), with an error naming the endpoint, for GCS and for
+//! the Hub alike; without the bound, each would wait the whole-request timeout (an hour by
+//! default) per retry. Once one request to the endpoint has timed out, the run's circuit
+//! breaker ends the other archives' fetches of that endpoint at once: the run ends after
+//! about one read timeout, not one per archive.
 
 mod common;
 
@@ -26,13 +28,21 @@ fn silent_endpoint() -> String {
 }
 
 fn fetch_from_silent(kind: LocationKind) -> (String, String, Duration) {
+    fetch_many_from_silent(kind, 1, 1)
+}
+
+fn fetch_many_from_silent(
+    kind: LocationKind,
+    archives: usize,
+    parallel: u32,
+) -> (String, String, Duration) {
     let c = small_corpus();
     let endpoint = silent_endpoint();
     let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
     let rows: Vec<_> = c
         .rows()
         .into_iter()
-        .take(1)
+        .take(archives)
         .map(|mut r| {
             r.file_path = None;
             match kind {
@@ -60,6 +70,7 @@ fn fetch_from_silent(kind: LocationKind) -> (String, String, Duration) {
         gcs_endpoint: gcs,
         hf_endpoint: hf,
         ingest: IngestConfig {
+            parallel,
             retries: 3,
             connect_timeout_s: 2,
             read_timeout_s: 2,
@@ -113,4 +124,44 @@ fn a_silent_hub_endpoint_fails_after_the_read_timeout_naming_it() {
         "{detail}"
     );
     assert!(took < Duration::from_secs(7), "{took:?}: {detail}");
+}
+
+/// Five archives, two fetched at once, on an endpoint that never answers: the first two
+/// time out together, the breaker opens, and the three others fail at once naming the
+/// first failure; the whole run takes about one read timeout (without the breaker: three).
+fn the_breaker_ends_a_silent_endpoints_run_after_one_read_timeout(kind: LocationKind) {
+    let (endpoint, detail, took) = fetch_many_from_silent(kind, 5, 2);
+    let lines: Vec<&str> = detail.lines().collect();
+    assert_eq!(lines.len(), 5, "{detail}");
+    let broken_off = |l: &&&str| {
+        l.contains(": not tried: archive ") || l.contains(": stopped waiting: archive ")
+    };
+    let timed_out = lines
+        .iter()
+        .filter(|l| l.contains(&endpoint) && !broken_off(l))
+        .count();
+    let others: Vec<&&str> = lines.iter().filter(|l| broken_off(l)).collect();
+    assert!(timed_out >= 1, "{detail}");
+    assert_eq!(timed_out + others.len(), 5, "{detail}");
+    // At least the archives that had to wait for a free slot were never started.
+    assert!(
+        others
+            .iter()
+            .filter(|l| l.contains(": not tried: "))
+            .count()
+            >= 3,
+        "{detail}"
+    );
+    assert!(others.iter().all(|l| l.contains(&endpoint)), "{detail}");
+    assert!(took < Duration::from_millis(4500), "{took:?}: {detail}");
+}
+
+#[test]
+fn a_silent_gcs_endpoint_opens_the_breaker_for_the_other_archives() {
+    the_breaker_ends_a_silent_endpoints_run_after_one_read_timeout(LocationKind::Gcs);
+}
+
+#[test]
+fn a_silent_hub_endpoint_opens_the_breaker_for_the_other_archives() {
+    the_breaker_ends_a_silent_endpoints_run_after_one_read_timeout(LocationKind::Hf);
 }

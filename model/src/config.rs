@@ -246,12 +246,14 @@ pub struct Expectations {
 #[serde(deny_unknown_fields)]
 pub struct ReplayCaps {
     /// Most attempts running at once (K).
+    #[schemars(range(min = 1))]
     pub concurrency: u32,
     /// CPU cap in cores.
     pub cpu_cores: f64,
     /// RAM cap in GiB.
     pub ram_gib: f64,
     /// GPUs of the shared inference service.
+    #[schemars(range(min = 1, max = MAX_GPUS))]
     pub gpus: u32,
 }
 
@@ -443,23 +445,29 @@ impl Default for SearchBudget {
 #[serde(deny_unknown_fields, default)]
 pub struct IngestConfig {
     /// Archives fetched at once.
+    #[schemars(range(min = 1, max = crate::threads::MAX_THREADS))]
     pub parallel: u32,
     /// Retries of a transient fault (connection reset, 5xx, 429) per location; also the most
     /// times one Hub fetch re-resolves an expired (401/403) content URL.
+    #[schemars(range(max = MAX_RETRIES))]
     pub retries: u32,
     /// Whole-transfer bound in seconds of one request (one archive download, or one resumed
     /// part of it): it must cover the largest archive's transfer.
+    #[schemars(range(min = 1, max = MAX_WAIT_S))]
     pub request_timeout_s: u64,
     /// Longest wait in seconds to connect to an endpoint.
+    #[schemars(range(min = 1, max = MAX_WAIT_S))]
     pub connect_timeout_s: u64,
     /// Longest wait in seconds for the next bytes of an answer (its head included). A
     /// timed-out location is not retried, so an endpoint that accepts and never answers
     /// fails after about this long, with an error naming it.
+    #[schemars(range(min = 1, max = MAX_WAIT_S))]
     pub read_timeout_s: u64,
     /// Longest one Hub request waits in total, in seconds, while the Hub answers 429 (it
     /// limits requests per 5-minute window and says when the window resets, in its
     /// `RateLimit` header): past it the fetch fails. Rate-limit waits do not use up
     /// `retries`.
+    #[schemars(range(max = MAX_WAIT_S))]
     pub rate_limit_patience_s: u64,
 }
 
@@ -481,8 +489,10 @@ impl Default for IngestConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct AuditConfig {
     /// Most uncompressed bytes one archive may expand to.
+    #[schemars(range(min = 1, max = MAX_ARCHIVE_BYTES))]
     pub max_uncompressed_bytes: u64,
     /// Most tar members one archive may hold.
+    #[schemars(range(min = 1, max = MAX_ARCHIVE_BYTES))]
     pub max_members: u64,
 }
 
@@ -617,6 +627,15 @@ fn parse_config(path: &Path, text: &str) -> Result<PipelineConfig, ConfigError> 
         }
     })
 }
+
+/// Largest accepted wait of any `ingest.*_s` value: one week, in seconds.
+pub const MAX_WAIT_S: u64 = 7 * 24 * 3600;
+/// Most retries of one location.
+pub const MAX_RETRIES: u64 = 100;
+/// Most GPUs of a workload's inference service.
+pub const MAX_GPUS: u64 = 1 << 20;
+/// Largest byte (or member) count an archive may be allowed to expand to: 1 PiB.
+pub const MAX_ARCHIVE_BYTES: u64 = 1 << 50;
 
 fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), ConfigError> {
     let err = |field: &str, message: String| ConfigError::Invalid {
@@ -811,6 +830,64 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
             "search.budget.lns_late_acceptance",
             "must be at least 1".into(),
         ));
+    }
+    // Values the code adds to clocks or multiplies into sizes are bounded, so a typo cannot
+    // overflow an instant or a byte count at run time.
+    let within = |field: &str, value: u64, range: std::ops::RangeInclusive<u64>| {
+        if range.contains(&value) {
+            Ok(())
+        } else {
+            Err(err(
+                field,
+                format!("must be {} to {}, got {value}", range.start(), range.end()),
+            ))
+        }
+    };
+    for (w, wc) in c.workloads.iter() {
+        within(
+            &format!("workloads.{w}.replay.gpus"),
+            wc.replay.gpus.into(),
+            1..=MAX_GPUS,
+        )?;
+    }
+    for (field, value, range) in [
+        (
+            "ingest.retries",
+            u64::from(c.ingest.retries),
+            0..=MAX_RETRIES,
+        ),
+        (
+            "ingest.request_timeout_s",
+            c.ingest.request_timeout_s,
+            1..=MAX_WAIT_S,
+        ),
+        (
+            "ingest.connect_timeout_s",
+            c.ingest.connect_timeout_s,
+            1..=MAX_WAIT_S,
+        ),
+        (
+            "ingest.read_timeout_s",
+            c.ingest.read_timeout_s,
+            1..=MAX_WAIT_S,
+        ),
+        (
+            "ingest.rate_limit_patience_s",
+            c.ingest.rate_limit_patience_s,
+            0..=MAX_WAIT_S,
+        ),
+        (
+            "audit.max_uncompressed_bytes",
+            c.audit.max_uncompressed_bytes,
+            1..=MAX_ARCHIVE_BYTES,
+        ),
+        (
+            "audit.max_members",
+            c.audit.max_members,
+            1..=MAX_ARCHIVE_BYTES,
+        ),
+    ] {
+        within(field, value, range)?;
     }
     if c.ingest.parallel == 0 || c.ingest.parallel as usize > crate::threads::MAX_THREADS {
         return Err(err(

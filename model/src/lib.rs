@@ -7,6 +7,7 @@ pub mod error;
 pub mod error_chain;
 pub mod manifest;
 pub mod out;
+pub mod process;
 pub mod run_dir;
 pub mod run_lock;
 pub mod shard;

@@ -5,6 +5,13 @@
 //! leaves no stale lock). The holder writes its pid and command into the file; a refused
 //! command names them. Within one process the lock is reentrant: `pipeline run` holds it
 //! and calls each stage, which takes it again.
+//!
+//! Where the file system does not implement `flock` (Lustre mounted `noflock`, some FUSE and
+//! network mounts: the call fails with `ENOSYS`, `EOPNOTSUPP` or `ENOLCK`), the lock is the
+//! exclusive creation of `run_dir/.lock.excl` (`O_CREAT | O_EXCL`) holding the holder's host,
+//! pid and command, removed when the holder releases it. A killed holder leaves that file:
+//! on its own host a holder whose process is gone is recognised and replaced; from another
+//! host the refusal names the host and pid and says which file to remove.
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions, TryLockError};
@@ -14,6 +21,8 @@ use std::sync::Mutex;
 
 /// The lock file's name below the run directory.
 pub const LOCK_FILE: &str = ".lock";
+/// The lock taken by exclusive creation where `flock` is not available.
+pub const EXCLUSIVE_LOCK_FILE: &str = ".lock.excl";
 
 /// Why a run directory could not be locked.
 #[derive(Debug, thiserror::Error)]
@@ -40,8 +49,35 @@ pub enum RunLockError {
     },
 }
 
-/// Locks this process holds: canonical run directory -> (lock file, holders).
-static HELD: Mutex<BTreeMap<PathBuf, (File, usize)>> = Mutex::new(BTreeMap::new());
+/// How a held lock is held.
+#[derive(Debug)]
+enum Held {
+    /// The `flock` on the open `.lock` (closing it releases the lock).
+    Flock(#[allow(dead_code)] File),
+    /// `.lock.excl`, created exclusively; removed on release.
+    Exclusive(PathBuf),
+}
+
+/// Locks this process holds: canonical run directory -> (how, holders).
+static HELD: Mutex<BTreeMap<PathBuf, (Held, usize)>> = Mutex::new(BTreeMap::new());
+
+/// Whether a failed `flock` means the file system does not implement it (rather than a
+/// real error).
+pub fn flock_unsupported(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::Unsupported
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::ENOSYS) | Some(libc::EOPNOTSUPP) | Some(libc::ENOLCK) | Some(libc::EINVAL)
+        )
+}
+
+/// This machine's host name (for the exclusive lock's note).
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .unwrap_or_else(|_| "unknown-host".into())
+}
 
 /// A held lock on a run directory; released when the last holder in this process drops it.
 #[derive(Debug)]
@@ -78,6 +114,12 @@ impl RunLock {
         let mut file = options.open(&path).map_err(io(&path))?;
         match file.try_lock() {
             Ok(()) => {}
+            Err(TryLockError::Error(source)) if flock_unsupported(&source) => {
+                drop(file);
+                let lock = acquire_exclusive(&key, run_dir, command)?;
+                held.insert(key.clone(), (Held::Exclusive(lock), 1));
+                return Ok(RunLock { key });
+            }
             Err(TryLockError::WouldBlock) => {
                 // The holder writes its note right after it locks: give it a moment.
                 let mut said = String::new();
@@ -108,9 +150,69 @@ impl RunLock {
         file.set_len(0)
             .and_then(|()| file.write_all(note.as_bytes()))
             .map_err(io(&path))?;
-        held.insert(key.clone(), (file, 1));
+        held.insert(key.clone(), (Held::Flock(file), 1));
         Ok(RunLock { key })
     }
+}
+
+/// Take the lock by creating `dir/.lock.excl` exclusively (see the module page); returns
+/// its path. `shown` is the run directory as the user named it.
+fn acquire_exclusive(dir: &Path, shown: &Path, command: &str) -> Result<PathBuf, RunLockError> {
+    let path = dir.join(EXCLUSIVE_LOCK_FILE);
+    let host = host_name();
+    let note = format!(
+        "host {host} pid {}: {command} since {}\n",
+        std::process::id(),
+        chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ")
+    );
+    for _ in 0..3 {
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW);
+        match options.open(&path) {
+            Ok(mut f) => {
+                f.write_all(note.as_bytes())
+                    .and_then(|()| f.sync_all())
+                    .map_err(|source| RunLockError::Io {
+                        path: path.clone(),
+                        source,
+                    })?;
+                return Ok(path);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                let said = std::fs::read_to_string(&path).unwrap_or_default();
+                let said = said.trim();
+                // `host H pid N: ...` from this host with N gone: a killed holder's file.
+                let stale = said
+                    .strip_prefix(&format!("host {host} pid "))
+                    .and_then(|rest| rest.split(':').next())
+                    .and_then(|pid| pid.parse::<u32>().ok())
+                    .is_some_and(|pid| !crate::process::is_running(pid));
+                if stale {
+                    let _ = std::fs::remove_file(&path);
+                    continue;
+                }
+                return Err(RunLockError::Held {
+                    dir: shown.to_path_buf(),
+                    holder: format!(
+                        "{} (this file system has no flock, so the lock is {}; if that process is gone, remove the file)",
+                        if said.is_empty() {
+                            "another process (it did not say which)"
+                        } else {
+                            said
+                        },
+                        path.display()
+                    ),
+                });
+            }
+            Err(source) => return Err(RunLockError::Io { path, source }),
+        }
+    }
+    Err(RunLockError::Io {
+        path,
+        source: std::io::Error::other("the lock file keeps reappearing"),
+    })
 }
 
 impl Drop for RunLock {
@@ -119,8 +221,10 @@ impl Drop for RunLock {
         if let Some((_, holders)) = held.get_mut(&self.key) {
             *holders -= 1;
             if *holders == 0 {
-                // Closing the file releases the lock.
-                held.remove(&self.key);
+                // Closing the file releases a flock; the exclusive file is removed.
+                if let Some((Held::Exclusive(path), _)) = held.remove(&self.key) {
+                    let _ = std::fs::remove_file(path);
+                }
             }
         }
     }
@@ -169,6 +273,63 @@ mod tests {
         );
         drop(other);
         RunLock::acquire(dir.path(), "audit").expect("free once the holder closes it");
+    }
+
+    #[test]
+    fn flock_errors_of_file_systems_without_it_are_told_from_real_errors() {
+        for errno in [libc::ENOSYS, libc::EOPNOTSUPP, libc::ENOLCK] {
+            assert!(flock_unsupported(&std::io::Error::from_raw_os_error(errno)));
+        }
+        assert!(!flock_unsupported(&std::io::Error::from_raw_os_error(
+            libc::EIO
+        )));
+        assert!(!flock_unsupported(&std::io::Error::from_raw_os_error(
+            libc::EACCES
+        )));
+    }
+
+    /// Without flock: the exclusive file is the lock; a second holder is refused naming the
+    /// host, pid and the file; release removes it; a dead holder's file on this host is
+    /// replaced, another host's is not.
+    #[test]
+    fn the_exclusive_file_lock_excludes_names_its_holder_and_recovers_from_a_dead_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = acquire_exclusive(dir.path(), dir.path(), "pipeline run").unwrap();
+        let note = std::fs::read_to_string(&path).unwrap();
+        let host = host_name();
+        assert!(
+            note.starts_with(&format!(
+                "host {host} pid {}: pipeline run since ",
+                std::process::id()
+            )),
+            "{note}"
+        );
+        let e = acquire_exclusive(dir.path(), dir.path(), "audit")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("in use by host {host} pid {}", std::process::id()))
+                && e.contains(".lock.excl; if that process is gone, remove the file"),
+            "{e}"
+        );
+        std::fs::remove_file(&path).unwrap();
+        // A holder on this host that is gone (a pid far above any live one).
+        std::fs::write(&path, format!("host {host} pid 4194000: audit since x\n")).unwrap();
+        acquire_exclusive(dir.path(), dir.path(), "ingest")
+            .expect("a dead holder's file is replaced");
+        assert!(
+            std::fs::read_to_string(&path)
+                .unwrap()
+                .contains(": ingest since ")
+        );
+        std::fs::write(&path, "host elsewhere pid 1: audit since x\n").unwrap();
+        let e = acquire_exclusive(dir.path(), dir.path(), "ingest")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("in use by host elsewhere pid 1: audit since x"),
+            "{e}"
+        );
     }
 
     /// A `.lock` replaced by a link to a user's file is refused, and the file is untouched.

@@ -46,6 +46,9 @@ impl StageProgress for SilentProgress {
 pub struct StageContext {
     /// Ingest from the verified store alone (no network).
     pub offline: bool,
+    /// With `offline`: stored bytes are used even for locations that never delivered them
+    /// (ledger rows `unchecked`) instead of failing those archives.
+    pub accept_unchecked: bool,
     /// Worker threads (None: one per core).
     pub threads: Option<usize>,
     /// Where progress lines go.

@@ -292,3 +292,34 @@ fn layout_placeholders_must_be_matchable() {
         "deepswe/task-{task_id}/{attempt_id}.d/"
     );
 }
+
+#[test]
+fn numeric_values_out_of_their_range_are_refused_naming_the_range() {
+    let with = |block: &str| format!("{GOOD}{block}\n");
+    assert_eq!(
+        err(&with("ingest:\n  read_timeout_s: 18446744073709551615")),
+        "pipeline.yaml:19: field `ingest.read_timeout_s`: must be 1 to 604800, got 18446744073709551615"
+    );
+    assert_eq!(
+        err(&with("ingest:\n  connect_timeout_s: 0")),
+        "pipeline.yaml:19: field `ingest.connect_timeout_s`: must be 1 to 604800, got 0"
+    );
+    assert_eq!(
+        err(&with("ingest:\n  retries: 1000")),
+        "pipeline.yaml:19: field `ingest.retries`: must be 0 to 100, got 1000"
+    );
+    assert_eq!(
+        err(&with("audit:\n  max_members: 0")),
+        "pipeline.yaml:19: field `audit.max_members`: must be 1 to 1125899906842624, got 0"
+    );
+    assert_eq!(
+        err(&GOOD.replace("ram_gib: 66, gpus: 8", "ram_gib: 66, gpus: 0")),
+        "pipeline.yaml:11: field `workloads.tmax.replay.gpus`: must be 1 to 1048576, got 0"
+    );
+    // The bounds themselves are accepted.
+    let (_d, r) = with_files(
+        &with("ingest:\n  read_timeout_s: 604800\n  rate_limit_patience_s: 0\n  retries: 100"),
+        MANIFEST,
+    );
+    r.unwrap();
+}

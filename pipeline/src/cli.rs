@@ -78,6 +78,10 @@ pub enum Command {
         /// Ingest from the verified store alone; contact no location.
         #[arg(long)]
         offline: bool,
+        /// With --offline: use stored bytes even for locations that never delivered them
+        /// (their ledger rows say `unchecked`) instead of failing those archives.
+        #[arg(long, requires = "offline")]
+        accept_unchecked: bool,
         /// Worker threads for audit and replay (results do not depend on it).
         #[arg(long, value_parser = model::threads::parse_thread_count)]
         threads: Option<usize>,
@@ -243,6 +247,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             config,
             force,
             offline,
+            accept_unchecked,
             threads,
             quiet,
             json,
@@ -253,6 +258,7 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 from_shards,
                 // The embedded demo run is offline by construction (file locations only).
                 offline,
+                accept_unchecked,
                 threads,
                 quiet: quiet || json,
             };

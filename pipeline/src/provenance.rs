@@ -548,6 +548,7 @@ fn rederive_outputs(
     }
     let ctx = model::StageContext {
         offline: true,
+        accept_unchecked: false,
         threads: None,
         progress: std::sync::Arc::new(model::stage::SilentProgress),
     };

@@ -117,8 +117,14 @@ fn type_words(root: &Value, node: &Value) -> String {
             _ => "any".to_string(),
         };
         match ty.as_str() {
-            "integer" if node.get("minimum").and_then(Value::as_f64) == Some(0.0) => {
-                "integer >= 0".to_string()
+            "integer" => {
+                let bound = |k: &str| node.get(k).and_then(Value::as_f64).map(|v| v as u64);
+                match (bound("minimum"), bound("maximum")) {
+                    (Some(lo), Some(hi)) => format!("integer {lo} to {hi}"),
+                    (Some(lo), None) => format!("integer >= {lo}"),
+                    (None, Some(hi)) => format!("integer <= {hi}"),
+                    (None, None) => "integer".to_string(),
+                }
             }
             "number" => "number".to_string(),
             "object" => "map".to_string(),

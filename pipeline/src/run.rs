@@ -26,6 +26,8 @@ pub struct RunOptions {
     pub force: bool,
     /// Ingest from the store alone.
     pub offline: bool,
+    /// With `offline`: use stored bytes for locations that never delivered them.
+    pub accept_unchecked: bool,
     /// Worker threads for audit and replay (results do not depend on it).
     pub threads: Option<usize>,
     /// No progress output.
@@ -99,6 +101,7 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     let mut known: BTreeMap<String, String> = BTreeMap::new();
     let ctx = model::StageContext {
         offline: opts.offline,
+        accept_unchecked: opts.accept_unchecked,
         threads: opts.threads,
         progress: Arc::new(Progress { quiet: opts.quiet }),
     };

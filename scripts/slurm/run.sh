@@ -4,7 +4,8 @@
 # Submits three jobs and waits for them:
 #   shards.sbatch  a job array of N tasks (shard i/N: ingest then audit of that shard);
 #   merge.sbatch   ingest merge and audit merge, after every task succeeded (afterok);
-#   replay.sbatch  replay, after the merge succeeded (afterok).
+#   replay.sbatch  `pipeline run --from-shards`: replay, report and provenance.json,
+#                  after the merge succeeded (afterok).
 # The jobs run in the config's directory with this shell's environment (PATH included) plus
 # CONFIG=<absolute config path>, SHARDS=N and SLURM_LOG_DIR=<absolute log directory>. Job
 # output goes to $SLURM_LOG_DIR (default ./slurm-logs in the config's directory):

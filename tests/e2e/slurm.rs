@@ -1,8 +1,10 @@
 //! The sharded chain on a real single-node Slurm cluster (Debian's slurm-wlm, munge,
 //! slurmdbd and MariaDB, installed by scripts/test-tools), with accounting and a MinJobAge of
 //! 2 s: `scripts/slurm/run.sh CONFIG 4` submits the array of 4 ingest + audit shards, the
-//! dependent merge and the replay; every merged frame equals a one-process run's byte for
-//! byte; `run.sh --resume` then resubmits only the shards whose finished records are gone.
+//! dependent merge and the final `pipeline run --from-shards` (replay, report, provenance);
+//! every merged frame equals a one-process run's byte for byte, and `pipeline verify` passes
+//! the sharded run; `run.sh --resume` then resubmits only the shards whose finished records
+//! are gone.
 //! The shell-level checks of the scripts (stand-in binaries: failures, requeues, limits,
 //! MaxArraySize, the run lock, sacct and its absence) are `scripts/slurm/selftest`, run here
 //! too. Each cluster is started in a scratch directory and stopped afterwards, even when the
@@ -115,6 +117,7 @@ fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
     let bin_dir = common::bin("ingest").parent().unwrap().to_path_buf();
     common::bin("audit");
     common::bin("replay");
+    common::bin("pipeline");
     let path = format!(
         "{}:{}",
         bin_dir.display(),
@@ -163,6 +166,19 @@ fn four_shards_on_slurm_merge_to_the_bytes_of_a_one_process_run() {
     };
     same_as_one_process("first run", "");
     assert_eq!(shard_tasks_logged(&study.join("slurm-logs")), [0, 1, 2, 3]);
+    // The sharded run has the provenance of a one-process run, and verifies.
+    assert!(study.join("run/provenance.json").is_file(), "{logs}");
+    let verify = Command::new(common::bin("pipeline"))
+        .arg("verify")
+        .arg(study.join("run"))
+        .output()
+        .unwrap();
+    assert!(
+        verify.status.success(),
+        "pipeline verify of the sharded run failed:\n{}{}",
+        String::from_utf8_lossy(&verify.stdout),
+        String::from_utf8_lossy(&verify.stderr)
+    );
 
     // Shards 1 and 3 lose their finished records: --resume submits just those two (their
     // records, as the real binaries write them, are what run.sh reads), then merges and

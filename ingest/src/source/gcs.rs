@@ -336,6 +336,13 @@ impl ArchiveSource for GcsSource {
                                 ),
                             });
                         }
+                        if unreachable(&e) {
+                            return Err(FetchError::Unreachable {
+                                uri,
+                                endpoint: self.clients.endpoint_label().to_string(),
+                                detail: e.to_string(),
+                            });
+                        }
                         return Err(FetchError::Gcs {
                             uri,
                             detail: format!("{e} (endpoint {})", self.clients.endpoint_label()),
@@ -391,4 +398,18 @@ impl ArchiveSource for GcsSource {
             }
         })
     }
+}
+
+/// Whether object_store gave up because the endpoint timed out or could not be connected to
+/// (its HTTP error kind, found in the error's causes), rather than for an answer it got.
+fn unreachable(e: &object_store::Error) -> bool {
+    use object_store::client::{HttpError, HttpErrorKind};
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(h) = c.downcast_ref::<HttpError>() {
+            return matches!(h.kind(), HttpErrorKind::Timeout | HttpErrorKind::Connect);
+        }
+        cause = c.source();
+    }
+    false
 }
