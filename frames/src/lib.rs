@@ -395,17 +395,22 @@ pub fn write_declared(
 pub fn read_frame(path: &Path, frame: &str, schema_version: u32) -> Result<DataFrame, FrameError> {
     let meta = read_metadata(path)?;
     let get = |k: &str| meta.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.clone());
-    match (get(KEY_FRAME), get(KEY_SCHEMA_VERSION)) {
-        (Some(f), Some(v)) if f == frame && v == schema_version.to_string() => {}
-        (f, v) => {
-            return Err(FrameError::Schema {
-                path: path.to_path_buf(),
-                message: format!(
-                    "expected frame `{frame}` version {schema_version}, found frame {:?} version {:?}",
-                    f, v
-                ),
-            });
-        }
+    let message = match (get(KEY_FRAME), get(KEY_SCHEMA_VERSION)) {
+        (Some(f), Some(v)) if f == frame && v == schema_version.to_string() => None,
+        (None, None) => Some(format!(
+            "has no `{KEY_FRAME}` / `{KEY_SCHEMA_VERSION}` key-value metadata, so it is not known to be the frame `{frame}` of schema version {schema_version} (a frame written by another tool must carry both, e.g. with pyarrow: `pq.write_table(table.replace_schema_metadata({{b\"{KEY_FRAME}\": b\"{frame}\", b\"{KEY_SCHEMA_VERSION}\": b\"{schema_version}\"}}), path)`)"
+        )),
+        (f, v) => Some(format!(
+            "is the frame `{}` of schema version {}, expected the frame `{frame}` of schema version {schema_version}",
+            f.as_deref().unwrap_or("(not named)"),
+            v.as_deref().unwrap_or("(not given)")
+        )),
+    };
+    if let Some(message) = message {
+        return Err(FrameError::Schema {
+            path: path.to_path_buf(),
+            message,
+        });
     }
     let file = std::fs::File::open(path).map_err(io_err(path))?;
     ParquetReader::new(file)
@@ -704,6 +709,26 @@ mod tests {
         assert!(md.contains(&("agentrace.archives".into(), "abc".into())));
         let e = read_frame(&p1, "demo", 8).unwrap_err().to_string();
         assert!(e.contains("one.parquet") && e.contains("version 8"), "{e}");
+        assert!(
+            e.ends_with("is the frame `demo` of schema version 7, expected the frame `demo` of schema version 8"),
+            "{e}"
+        );
+        // A Parquet file another tool wrote without the toolkit's metadata (pyarrow drops it
+        // unless asked): the message says what is missing and how to add it.
+        let bare = dir.path().join("bare.parquet");
+        let mut out = Vec::new();
+        encode_parquet(&mut out, &mut mk(), Vec::new()).unwrap();
+        std::fs::write(&bare, out).unwrap();
+        let e = read_frame(&bare, "schedules", 1).unwrap_err().to_string();
+        assert!(
+            e.contains("bare.parquet")
+                && e.contains(
+                    "has no `agentrace.frame` / `agentrace.schema_version` key-value metadata"
+                )
+                && e.contains(r#"b"agentrace.frame": b"schedules""#)
+                && !e.contains("None"),
+            "{e}"
+        );
         let leftovers: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .filter_map(|e| e.ok())

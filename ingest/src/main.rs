@@ -14,7 +14,7 @@ use std::sync::Arc;
 #[command(name = "ingest", version)]
 struct Args {
     /// The run's pipeline.yaml.
-    #[arg(long, global = true, required_unless_present = "print_ledger_schema")]
+    #[arg(long, required_unless_present = "print_ledger_schema")]
     config: Option<PathBuf>,
     /// Use only the verified store; contact no location.
     #[arg(long)]

@@ -516,7 +516,9 @@ fn every_output_file_and_json_key_is_documented() {
 
 /// The registry is the one list of outputs: a run writes exactly the files its stages
 /// declare (outputs and run facts) plus the pipeline's own, nothing else below the run
-/// directory besides `.stages/` (one record per stage) and the lock.
+/// directory besides `.stages/` (one record per stage), the lock and the store's location
+/// records (one per verified location, `store/locations/`: store metadata checked on read,
+/// whose loss only makes a rerun fetch that location again).
 #[test]
 fn a_run_writes_exactly_the_files_the_registry_declares() {
     let d = tempfile::tempdir().unwrap();
@@ -536,7 +538,12 @@ fn a_run_writes_exactly_the_files_the_registry_declares() {
             }
         }
     }
-    written.retain(|f| f != ".lock");
+    let records: Vec<&String> = written
+        .iter()
+        .filter(|f| f.starts_with("store/locations/"))
+        .collect();
+    assert_eq!(records.len(), cfg.archives.len(), "{records:?}");
+    written.retain(|f| f != ".lock" && !f.starts_with("store/locations/"));
     written.sort();
     let mut declared: Vec<String> = pipeline::run::run_files(&cfg);
     for stage in pipeline::stages::STAGES {

@@ -36,9 +36,10 @@ fn run_shards(cfg: &Path, n: u32) {
     }
 }
 
+/// (`--quiet` is taken after the subcommand as before it.)
 fn merge(cfg: &Path) -> (Output, Output) {
     (
-        stage("ingest", cfg, &["merge"]),
+        stage("ingest", cfg, &["merge", "--quiet"]),
         stage("audit", cfg, &["merge"]),
     )
 }
