@@ -9,6 +9,7 @@
 
 use crate::rng::Stream;
 use model::WorkloadId;
+use model::config::ReplayCaps;
 use serde::{Deserialize, Serialize};
 
 /// Knobs of a whole corpus: which workloads it has and each one's shape.
@@ -347,42 +348,11 @@ pub struct CapKnobs {
     pub ram_gib: Option<f64>,
 }
 
-/// The replay caps of one workload as written into `pipeline.yaml`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Caps {
-    /// Concurrency K.
-    pub concurrency: u32,
-    /// CPU cap, cores.
-    pub cpu_cores: f64,
-    /// RAM cap, GiB.
-    pub ram_gib: f64,
-    /// GPUs.
-    pub gpus: u32,
-}
-
-/// The study's caps (SPEC 2.3).
-pub fn study_caps(w: WorkloadId) -> Caps {
-    match w {
-        WorkloadId::Tmax => Caps {
-            concurrency: 16,
-            cpu_cores: 27.0,
-            ram_gib: 66.0,
-            gpus: 8,
-        },
-        WorkloadId::Deepswe => Caps {
-            concurrency: 32,
-            cpu_cores: 64.0,
-            ram_gib: 256.0,
-            gpus: 8,
-        },
-    }
-}
-
 impl CapKnobs {
     /// The caps after the overrides.
-    pub fn resolve(&self, w: WorkloadId) -> Caps {
-        let s = study_caps(w);
-        Caps {
+    pub fn resolve(&self, w: WorkloadId) -> ReplayCaps {
+        let s = ReplayCaps::study(w);
+        ReplayCaps {
             concurrency: self.concurrency.unwrap_or(s.concurrency),
             cpu_cores: self.cpu_cores.unwrap_or(s.cpu_cores),
             ram_gib: self.ram_gib.unwrap_or(s.ram_gib),

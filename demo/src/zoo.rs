@@ -1,10 +1,11 @@
 //! The instance zoo (docs/ZOO.md): named demo corpora with shape knobs, listed in one
 //! place, `demo/zoo.yaml` (embedded), plus the plan statistics that show what each knob did.
 
-use crate::knobs::{Caps, CorpusKnobs};
+use crate::knobs::CorpusKnobs;
 use crate::plan::{CorpusPlan, NS, plan_corpus_with};
 use crate::write::write_corpus_with;
 use crate::{DemoError, DemoSummary, Scale};
+use model::config::ReplayCaps;
 use model::{RunKind, WorkloadId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -146,7 +147,7 @@ pub struct PlanStats {
     /// Census attempts.
     pub attempts: usize,
     /// The caps written into `pipeline.yaml`.
-    pub caps: Caps,
+    pub caps: ReplayCaps,
     /// CPU cap / (K x mean quota cores): below 1, the CPU cap keeps fewer than K running
     /// on average.
     pub cpu_tightness: f64,
@@ -186,7 +187,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 }
 
 /// Statistics of workload `w`'s census attempts in `plan`.
-pub fn plan_stats(plan: &CorpusPlan, w: WorkloadId, caps: Caps) -> PlanStats {
+pub fn plan_stats(plan: &CorpusPlan, w: WorkloadId, caps: ReplayCaps) -> PlanStats {
     let att: Vec<_> = plan
         .attempts
         .iter()

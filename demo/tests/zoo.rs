@@ -73,7 +73,7 @@ fn study_instances_have_the_demo_shape_and_caps() {
     let demo = demo::zoo::plan_stats(
         &demo::plan_corpus(demo::Scale::Full, demo::DEFAULT_SEED),
         WorkloadId::Deepswe,
-        demo::knobs::study_caps(WorkloadId::Deepswe),
+        model::config::ReplayCaps::study(WorkloadId::Deepswe),
     );
     for name in ["study-1", "study-2", "study-3"] {
         let s = stats(name);

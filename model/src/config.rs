@@ -257,6 +257,27 @@ pub struct ReplayCaps {
     pub gpus: u32,
 }
 
+impl ReplayCaps {
+    /// The study's caps of a workload (the demo corpus writes them into `pipeline.yaml`;
+    /// the synthetic workloads of the replay's tests and benches use them).
+    pub const fn study(w: WorkloadId) -> ReplayCaps {
+        match w {
+            WorkloadId::Tmax => ReplayCaps {
+                concurrency: 16,
+                cpu_cores: 27.0,
+                ram_gib: 66.0,
+                gpus: 8,
+            },
+            WorkloadId::Deepswe => ReplayCaps {
+                concurrency: 32,
+                cpu_cores: 64.0,
+                ram_gib: 256.0,
+                gpus: 8,
+            },
+        }
+    }
+}
+
 /// The seeded schedule search.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -4,8 +4,8 @@
 //! `cargo bench -p replay --bench lp_bounds -- [PIPELINE_YAML]` (default `pipeline.yaml`
 //! of the workspace root, i.e. the demo run in runs/demo).
 
-use replay::bounds::{blob_bound_parts, strong_bounds};
-use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
+use bounds::strong::{blob_bound_parts, strong_bounds};
+use schedule::evaluate::{GridInstance, Plan, Scratch, evaluate};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -30,7 +30,7 @@ fn main() {
         let strong = strong_bounds(&g, inst.caps.gpus, d);
         let t = Instant::now();
         let parts = blob_bound_parts(&g, d);
-        let lp = replay::lp::lp_bounds(&g, inst.caps.gpus, d, &parts, &fifo.starts, lp_cfg);
+        let lp = bounds::lp::lp_bounds(&g, inst.caps.gpus, d, &parts, &fifo.starts, lp_cfg);
         let secs = t.elapsed().as_secs_f64();
         println!(
             "{}: {:.2} s for both LPs; GPU combinatorial {:.3} h, LP {:?} ({:?}, {} rounds, {} columns, master {:?}); cache combinatorial {:.4} h, LP {:?} ({:?}, {} rounds, {} columns, master {:?})",

@@ -7,9 +7,9 @@
 //! `pipeline run`: `cargo bench -p replay --bench pattern_bound -- [PIPELINE_YAML]`
 //! (default `pipeline.yaml` of the workspace root, i.e. the demo run in runs/demo).
 
-use replay::bounds::strong_bounds;
-use replay::evaluate::{GridInstance, Plan, Scratch, evaluate, evaluate_starts};
-use replay::gpu_bound::{INTERIOR_POINTS, Weighting, partner_overlap_caps, pattern_bound};
+use bounds::pattern::{INTERIOR_POINTS, Weighting, partner_overlap_caps, pattern_bound};
+use bounds::strong::strong_bounds;
+use schedule::evaluate::{GridInstance, Plan, Scratch, evaluate, evaluate_starts};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -206,7 +206,7 @@ fn main() {
             let v = by_schedule
                 .entry(s.to_string())
                 .or_insert_with(|| vec![0; g.len()]);
-            v[index[a]] = replay::evaluate::to_ns(x);
+            v[index[a]] = schedule::evaluate::to_ns(x);
         }
         let swept: Vec<bool> = vec![true; g.len()];
         let caps = if p.attempts_swept == p.attempts {

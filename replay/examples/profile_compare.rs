@@ -7,8 +7,8 @@
 
 use model::WorkloadId;
 use model::config::{LpBoundsConfig, ReplayCaps, SearchBudget, SearchConfig, SearchProfile};
-use replay::synthetic::{SyntheticShape, synthetic_instance};
 use replay::{ReplayInput, ReplayOptions};
+use schedule::synthetic::{SyntheticShape, synthetic_instance};
 
 fn shapes() -> Vec<(&'static str, SyntheticShape)> {
     let tmax = SyntheticShape::tmax();

@@ -72,7 +72,7 @@ pub enum ReplayError {
     #[error("{} schedule(s) failed validation: {}", failures.len(), summarize(failures))]
     Validation {
         /// Each failing schedule with its problems.
-        failures: Vec<crate::validate::ScheduleFailure>,
+        failures: Vec<schedule::reference::ScheduleFailure>,
     },
     /// A schedules file given to `replay validate` is unusable.
     #[error("{}: {message}", path.display())]
@@ -114,7 +114,53 @@ pub enum ReplayError {
     },
 }
 
-fn summarize(failures: &[crate::validate::ScheduleFailure]) -> String {
+impl From<schedule::InstanceError> for ReplayError {
+    /// The same refusal, under the stage's error type (same variant, same message).
+    fn from(e: schedule::InstanceError) -> Self {
+        match e {
+            schedule::InstanceError::Input {
+                path,
+                workload,
+                attempt_id,
+                field,
+                message,
+            } => ReplayError::Input {
+                path,
+                workload,
+                attempt_id,
+                field,
+                message,
+            },
+            schedule::InstanceError::QuotaExceedsCap {
+                workload,
+                attempt_id,
+                resource,
+                quota,
+                cap,
+            } => ReplayError::QuotaExceedsCap {
+                workload,
+                attempt_id,
+                resource,
+                quota,
+                cap,
+            },
+        }
+    }
+}
+
+impl From<search::SearchError> for ReplayError {
+    /// The same failure, under the stage's error type.
+    fn from(e: search::SearchError) -> Self {
+        match e {
+            search::SearchError::Instance(e) => e.into(),
+            search::SearchError::FifoUnscheduled { workload, detail } => {
+                ReplayError::FifoMismatch { workload, detail }
+            }
+        }
+    }
+}
+
+fn summarize(failures: &[schedule::reference::ScheduleFailure]) -> String {
     failures
         .iter()
         .map(|f| f.to_string())

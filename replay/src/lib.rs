@@ -1,39 +1,32 @@
-//! The `replay` stage (SPEC 2.3): FIFO admission replay of the audited attempts, resource-hour
-//! accounting and lower bounds, a seeded reproducible schedule search for the GPU and cache
-//! objectives, and an independent validator of every selected schedule.
+//! The `replay` stage: the audit frames read into [`schedule::WorkloadInstance`]s, every
+//! workload replayed FIFO, bounded ([`bounds`]), searched ([`search`]) and each selected
+//! schedule checked by the independent validator ([`schedule::reference`]); the outputs
+//! written with their declared schemas; `replay validate`; the binary.
+//!
+//! What it owns: the input frames to instances ([`input`]), the stage's driver and its
+//! report ([`stage`]), the output frames and documents ([`output`], [`schemas`]),
+//! `replay validate` on a schedules file ([`validate`]) and the stage's errors
+//! ([`error`]). The algorithms live in the crates below it: `schedule` (instance,
+//! evaluator, accounting, reference definitions), `bounds` (lower bounds, HiGHS LPs) and
+//! `search` (the schedule search).
 //!
 //! Entry points: [`run`] (the stage, reading the audit frames of a config's run directory
 //! and writing its outputs there), [`replay_input`] (the same on plain structs, no I/O) and
 //! [`validate::validate_schedules_file`] (`replay validate`).
 
-pub mod accounting;
-pub mod bounds;
-pub mod cover;
 pub mod error;
-pub mod evaluate;
-pub mod gpu_bound;
-pub mod group_fit;
 pub mod input;
-pub mod lns;
-pub mod lp;
 pub mod output;
-pub mod profile;
 pub mod schemas;
-pub mod search;
-pub mod seeded;
 pub mod stage;
-#[cfg(feature = "synthetic")]
-pub mod synthetic;
 pub mod validate;
 
-pub use accounting::{Resource, ResourceHours};
 pub use error::ReplayError;
-pub use input::{AttemptInput, BlobInput, ReplayInput, WorkloadInstance, load_input};
-pub use search::{AdaptiveRecord, Family, FamilyStats, ReplayBudget, RngRecord, TraceRow};
+pub use input::{ReplayInput, load_input};
 
 /// The selected schedules' names, in output order.
 pub use schemas::SCHEDULE_NAMES;
 pub use stage::{
     ParetoPoint, ReplayOptions, ReplayReport, ReplayStage, RunTimings, SelectedSchedule,
-    WorkloadReport, replay_input, run, schedule_rows,
+    WorkloadReport, replay_input, run,
 };

@@ -5,12 +5,13 @@
 use crate::error::ReplayError;
 use crate::input::{INPUT_FRAMES, ReplayInput};
 use crate::schemas::{BOUNDS, JOINT_SCHEDULES, PARETO, SCHEDULES, SEARCH_TRACE, file_of};
-use crate::search::{AdaptiveRecord, FamilyStats, ReplayBudget, RngRecord};
-use crate::{ReplayReport, ResourceHours, RunTimings, SelectedSchedule};
+use crate::{ReplayReport, RunTimings, SelectedSchedule};
 use frames::FrameMeta;
 use model::WorkloadId;
 use model::run_dir::{FRAME_SCHEMA_VERSION, JSON_FORMAT_VERSION, RunDir};
 use polars::prelude::*;
+use schedule::ResourceHours;
+use search::{AdaptiveRecord, FamilyStats, ReplayBudget, RngRecord};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sha2::Digest;
@@ -65,7 +66,7 @@ pub fn write_outputs(
         let durations: Vec<i64> = inst
             .attempts
             .iter()
-            .map(|x| crate::evaluate::to_ns(x.duration_s))
+            .map(|x| schedule::evaluate::to_ns(x.duration_s))
             .collect();
         for sel in wr.selected.iter().filter(|x| x.validated) {
             let mut idx: Vec<usize> = (0..inst.attempts.len()).collect();
@@ -74,8 +75,8 @@ pub fn write_outputs(
                 w.push(wr.workload.as_str());
                 s.push(sel.schedule);
                 a.push(inst.attempts[j].attempt_id.as_str());
-                st.push(crate::evaluate::ns_to_s(sel.starts_ns[j]));
-                en.push(crate::evaluate::ns_to_s(sel.starts_ns[j] + durations[j]));
+                st.push(schedule::evaluate::ns_to_s(sel.starts_ns[j]));
+                en.push(schedule::evaluate::ns_to_s(sel.starts_ns[j] + durations[j]));
             }
         }
     }
@@ -129,10 +130,10 @@ pub fn write_outputs(
     let (mut bb, mut cgap, mut seedb) = (vec![], vec![], vec![]);
     let (mut lpb, mut lps): (Vec<Option<f64>>, Vec<Option<&str>>) = (vec![], vec![]);
     for wr in &report.workloads {
-        for res in crate::Resource::ALL {
+        for res in schedule::Resource::ALL {
             let lp = match res {
-                crate::Resource::Gpu => Some(&wr.lp_bounds.gpu),
-                crate::Resource::Cache => Some(&wr.lp_bounds.cache),
+                schedule::Resource::Gpu => Some(&wr.lp_bounds.gpu),
+                schedule::Resource::Cache => Some(&wr.lp_bounds.cache),
                 _ => None,
             };
             lpb.push(lp.and_then(|b| b.bound_h));
@@ -140,8 +141,8 @@ pub fn write_outputs(
             let l = wr.lower_bounds.get(res);
             let b = wr.best_found.get(res);
             seedb.push(match res {
-                crate::Resource::Gpu => Some(wr.seed_profile_best.0),
-                crate::Resource::Cache => Some(wr.seed_profile_best.1),
+                schedule::Resource::Gpu => Some(wr.seed_profile_best.0),
+                schedule::Resource::Cache => Some(wr.seed_profile_best.1),
                 _ => None,
             });
             w.push(wr.workload.as_str());
@@ -352,9 +353,9 @@ pub struct WorkloadDocument {
     /// The simple lower bounds.
     pub lower_bounds_h: ResourceHours,
     /// The stronger bounds and their components.
-    pub strong_bounds_h: crate::bounds::StrongBounds,
+    pub strong_bounds_h: bounds::StrongBounds,
     /// The LP bounds.
-    pub lp_bounds_h: crate::lp::LpBounds,
+    pub lp_bounds_h: bounds::LpBounds,
     /// The best valid bound per resource.
     pub best_bounds_h: ResourceHours,
     /// FIFO holding hours.
@@ -465,37 +466,6 @@ pub fn read_replay_json(path: &std::path::Path) -> Result<ReplayDocument, Replay
             detail: e.to_string(),
         })
     })
-}
-
-/// A name a record holds as one of a fixed list of static names (a schedule, an operator).
-/// Spelled as an alias because serde's derive borrows a field written `&'static str` from
-/// the input, which a document read from a file cannot lend; such fields are read with
-/// [`known_name`] instead, which also refuses a name this build does not know.
-pub type StaticName = &'static str;
-
-/// `name` as its entry of `known` (the static names a record is written from), or an error
-/// naming what was read and what is known.
-pub(crate) fn lookup_name(
-    name: &str,
-    known: impl IntoIterator<Item = &'static str>,
-    what: &str,
-) -> Result<&'static str, String> {
-    let known: Vec<&'static str> = known.into_iter().collect();
-    known
-        .iter()
-        .find(|k| **k == name)
-        .copied()
-        .ok_or_else(|| format!("unknown {what} `{name}` (known: {})", known.join(", ")))
-}
-
-/// Deserialize a string as its entry of `known` (see [`lookup_name`]).
-pub(crate) fn known_name<'de, D: serde::Deserializer<'de>>(
-    d: D,
-    known: impl IntoIterator<Item = &'static str>,
-    what: &str,
-) -> Result<&'static str, D::Error> {
-    let name = String::deserialize(d)?;
-    lookup_name(&name, known, what).map_err(serde::de::Error::custom)
 }
 
 /// The replay's summary document below the run directory.

@@ -5,25 +5,18 @@ use frames::schema::{ColumnSpec, ColumnType::*, FrameSpec, col, col_in};
 use model::run_dir::FRAME_SCHEMA_VERSION;
 
 const WORKLOADS: &[&str] = &["tmax", "deepswe"];
-/// Names of the selected schedules, in output order.
-pub const SCHEDULE_NAMES: &[&str] = &[
-    "fifo",
-    "best_cpu_ram",
-    "best_gpu",
-    "best_cache",
-    "best_joint",
-    "seed_best_gpu",
-    "seed_best_cache",
-];
+/// Names of the selected schedules, in output order (from [`search::Selected::ALL`], the
+/// one list).
+pub const SCHEDULE_NAMES: &[&str] = &search::SELECTED_NAMES;
 const RESOURCES: &[&str] = &["cpu", "ram", "gpu", "cache"];
 const LP_STATUSES: &[&str] = &["converged", "budget_exhausted", "skipped"];
 const OBJECTIVES: &[&str] = &["gpu", "cache", "makespan"];
-/// The family names, from [`crate::search::Family::ALL`] (the one list).
-const FAMILY_NAMES: [&str; crate::search::Family::ALL.len()] = {
-    let mut names = [""; crate::search::Family::ALL.len()];
+/// The family names, from [`search::Family::ALL`] (the one list).
+const FAMILY_NAMES: [&str; search::Family::ALL.len()] = {
+    let mut names = [""; search::Family::ALL.len()];
     let mut i = 0;
     while i < names.len() {
-        names[i] = crate::search::Family::ALL[i].as_str();
+        names[i] = search::Family::ALL[i].as_str();
         i += 1;
     }
     names

@@ -2,18 +2,19 @@
 //! validate every selected schedule, write the outputs; and the stage as the pipeline sees it.
 
 use crate::error::ReplayError;
-use crate::evaluate::GridInstance;
-use crate::input::load_input;
-use crate::search::{AdaptiveRecord, FamilyStats, ReplayBudget, RngRecord, TraceRow};
-use crate::search::{Found, search_workload};
-use crate::validate::{ClaimedValues, ScheduleFailure, ScheduleRow, validate_schedule};
-use crate::{
-    ReplayInput, ResourceHours, SCHEDULE_NAMES, WorkloadInstance, accounting, bounds, evaluate,
-    gpu_bound, lp, output, search, validate,
-};
+use crate::input::{ReplayInput, load_input};
+use crate::output;
+use crate::schemas::SCHEDULE_NAMES;
 use model::WorkloadId;
 use rand_chacha::ChaCha8Rng;
 use rand_chacha::rand_core::SeedableRng;
+use schedule::reference::{
+    ClaimedValues, ScheduleFailure, independent_fifo, schedule_rows, validate_schedule,
+};
+use schedule::{GridInstance, ResourceHours, WorkloadInstance, accounting, evaluate};
+use search::names::{StaticName, known_name};
+use search::{AdaptiveRecord, FamilyStats, ReplayBudget, RngRecord, TraceRow};
+use search::{Found, Selected, search_workload};
 use serde::{Deserialize, Deserializer, Serialize};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -32,7 +33,7 @@ pub struct SelectedSchedule {
     /// One of [`SCHEDULE_NAMES`]: `fifo`, `best_cpu_ram`, `best_gpu`, `best_cache`,
     /// `best_joint`, or the seed profile's bests `seed_best_gpu` and `seed_best_cache`.
     #[serde(deserialize_with = "schedule_named")]
-    pub schedule: output::StaticName,
+    pub schedule: StaticName,
     /// The candidate that produced it (`priority_order:fifo`, `local_move_gpu#17`, ...).
     pub found_by: String,
     /// Its index among the workload's candidates (0 = FIFO).
@@ -50,7 +51,7 @@ pub struct SelectedSchedule {
 
 /// Read a schedule's name back as its entry of [`SCHEDULE_NAMES`].
 fn schedule_named<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
-    output::known_name(d, SCHEDULE_NAMES.iter().copied(), "schedule")
+    known_name(d, SCHEDULE_NAMES.iter().copied(), "schedule")
 }
 
 /// One point of the Pareto front of GPU vs cache.
@@ -92,7 +93,7 @@ pub struct WorkloadReport {
     /// The stronger bounds of issue 7 with their components.
     pub strong_bounds: bounds::StrongBounds,
     /// The LP bounds of issue 7 (HiGHS), or why they were skipped.
-    pub lp_bounds: lp::LpBounds,
+    pub lp_bounds: bounds::LpBounds,
     /// Best valid lower bound per resource: the largest of the seed's, the stronger ones and
     /// the LP bounds.
     pub best_bounds: ResourceHours,
@@ -236,7 +237,7 @@ fn replay_with_pool(
 }
 
 /// Where a workload's LP bounds job sends its result.
-type LpResult = std::sync::mpsc::Receiver<lp::LpBounds>;
+type LpResult = std::sync::mpsc::Receiver<bounds::LpBounds>;
 
 /// What a workload's replay needs before its search: the grid instance, the independent
 /// FIFO (the deadline) and the per-blob bound parts.
@@ -247,14 +248,14 @@ struct PreparedWorkload<'a> {
     fifo_starts: Vec<i64>,
     /// Its makespan: the deadline D, ns.
     deadline_ns: i64,
-    per_blob: Vec<bounds::BlobBoundParts>,
+    per_blob: Vec<bounds::strong::BlobBoundParts>,
 }
 
 impl<'a> PreparedWorkload<'a> {
     fn new(inst: &'a WorkloadInstance) -> Result<Self, ReplayError> {
         inst.check_quotas_fit()?;
         let g = GridInstance::new(inst);
-        let (fifo_starts, deadline_ns) = validate::independent_fifo(inst);
+        let (fifo_starts, deadline_ns) = independent_fifo(inst);
         let per_blob = bounds::blob_bound_parts(&g, deadline_ns);
         Ok(Self {
             inst,
@@ -265,8 +266,8 @@ impl<'a> PreparedWorkload<'a> {
         })
     }
 
-    fn lp_bounds(&self, cfg: &model::config::LpBoundsConfig) -> lp::LpBounds {
-        lp::lp_bounds(
+    fn lp_bounds(&self, cfg: &model::config::LpBoundsConfig) -> bounds::LpBounds {
+        bounds::lp_bounds(
             &self.g,
             self.inst.caps.gpus,
             self.deadline_ns,
@@ -313,8 +314,8 @@ fn replay_workload(
     }
     let deadline_ns = p.deadline_ns;
     let deadline_s = evaluate::ns_to_s(deadline_ns);
-    let lower_bounds = accounting::lower_bounds(g, gpus);
-    let pattern = pool.install(|| gpu_bound::pattern_bound(g, gpus, pattern_config));
+    let lower_bounds = bounds::lower_bounds(g, gpus);
+    let pattern = pool.install(|| bounds::pattern_bound(g, gpus, pattern_config));
     let strong_bounds =
         bounds::strong_bounds_from(g, gpus, deadline_ns, &p.per_blob).with_gpu_pattern(pattern);
     // A job that panicked drops its sender; the pool's scope resumes that panic once this
@@ -429,40 +430,10 @@ fn replay_workload(
     ))
 }
 
-/// The selected schedules of a search outcome, named as in [`SCHEDULE_NAMES`] and in its
-/// order (checked in every debug build, so by every test that replays).
+/// The selected schedules of a search outcome, named and ordered by [`Selected::ALL`] (the
+/// list [`SCHEDULE_NAMES`] is read from).
 fn selected_picks(outcome: &search::SearchOutcome) -> [(&'static str, &Found); 7] {
-    let picks = [
-        ("fifo", &outcome.fifo),
-        ("best_cpu_ram", &outcome.fastest),
-        ("best_gpu", &outcome.best_gpu),
-        ("best_cache", &outcome.best_cache),
-        ("best_joint", &outcome.best_joint),
-        ("seed_best_gpu", &outcome.seed_best_gpu),
-        ("seed_best_cache", &outcome.seed_best_cache),
-    ];
-    debug_assert!(
-        picks.iter().map(|p| p.0).eq(SCHEDULE_NAMES.iter().copied()),
-        "selected_picks and SCHEDULE_NAMES disagree"
-    );
-    picks
-}
-
-/// A schedule as rows (attempt, start, end in seconds), in the instance's attempt order.
-pub fn schedule_rows(
-    inst: &WorkloadInstance,
-    g: &GridInstance,
-    starts_ns: &[i64],
-) -> Vec<ScheduleRow> {
-    inst.attempts
-        .iter()
-        .enumerate()
-        .map(|(j, a)| ScheduleRow {
-            attempt_id: a.attempt_id.clone(),
-            start_s: evaluate::ns_to_s(starts_ns[j]),
-            end_s: evaluate::ns_to_s(starts_ns[j] + g.duration[j]),
-        })
-        .collect()
+    Selected::ALL.map(|s| (s.as_str(), outcome.selected(s)))
 }
 
 /// The stage: read the included attempts from the audit frames in the config's run

@@ -15,11 +15,12 @@
 //! hold on any instance. The full-size check is the zoo bench (`scripts/search-zoo`,
 //! docs/SEARCH.md), whose certified gaps are the best found over this same best bound.
 
+use bounds::pattern::{PatternStatus, pattern_bound};
 use demo::plan::PlannedAttempt;
 use model::config::{PatternBoundConfig, ReplayCaps, SearchBudget, SearchConfig};
 use model::{RunKind, WorkloadId};
-use replay::gpu_bound::{PatternStatus, pattern_bound};
-use replay::{AttemptInput, BlobInput, ReplayInput, ReplayOptions, WorkloadInstance};
+use replay::{ReplayInput, ReplayOptions};
+use schedule::{AttemptInput, BlobInput, WorkloadInstance};
 use std::collections::BTreeMap;
 
 /// Tasks kept per workload: the small scale's (tmax 23, one of them twice; deepswe 10 x 4),
@@ -150,7 +151,7 @@ fn pattern_bound_is_below_the_best_schedule_on_every_zoo_shape() {
                 gpus: full.caps.gpus,
             };
             let wi = to_instance(&attempts, w, caps);
-            let g = replay::evaluate::GridInstance::new(&wi);
+            let g = schedule::evaluate::GridInstance::new(&wi);
             let p = pattern_bound(&g, caps.gpus, &PatternBoundConfig::default());
             assert_eq!(p.status, PatternStatus::Complete, "{} {w}", inst.name);
             let input = ReplayInput {

@@ -3,11 +3,13 @@
 
 mod common;
 
+use bounds::lower_bounds;
 use common::*;
 use model::WorkloadId;
-use replay::accounting::{holding_hours, ideal_hours, lower_bounds};
-use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
-use replay::{ReplayError, WorkloadInstance};
+use replay::ReplayError;
+use schedule::WorkloadInstance;
+use schedule::accounting::{holding_hours, ideal_hours};
+use schedule::evaluate::{GridInstance, Plan, Scratch, evaluate};
 
 const GIB: u64 = 1 << 30;
 const NS: i64 = 1_000_000_000;
@@ -281,7 +283,7 @@ fn an_attempt_over_a_cap_is_refused_by_name() {
         ],
         vec![],
     );
-    let e = inst.check_quotas_fit().unwrap_err();
+    let e = ReplayError::from(inst.check_quotas_fit().unwrap_err());
     assert!(matches!(e, ReplayError::QuotaExceedsCap { .. }));
     assert_eq!(
         e.to_string(),

@@ -6,8 +6,8 @@
 
 use model::WorkloadId;
 use model::config::{ReplayCaps, SearchBudget, SearchConfig, SearchProfile};
-use replay::synthetic::{SyntheticShape, synthetic_instance};
 use replay::{ReplayInput, ReplayOptions, ReplayReport};
+use schedule::synthetic::{SyntheticShape, synthetic_instance};
 
 /// Small shapes that differ in what binds: the study's two, tight CPU, tight RAM,
 /// concurrency only, few long tasks with many attempts.

@@ -9,9 +9,10 @@ mod common;
 use common::*;
 use model::WorkloadId;
 use proptest::prelude::*;
-use replay::evaluate::{GridInstance, Plan, Scratch, evaluate};
-use replay::validate::{ClaimedValues, validate_schedule};
-use replay::{AttemptInput, ReplayOptions, WorkloadInstance};
+use replay::ReplayOptions;
+use schedule::evaluate::{GridInstance, Plan, Scratch, evaluate};
+use schedule::reference::{ClaimedValues, validate_schedule};
+use schedule::{AttemptInput, WorkloadInstance};
 
 const GIB: u64 = 1 << 30;
 
@@ -173,8 +174,8 @@ proptest! {
         }
         let plan = Plan { units };
         let e = evaluate(&g, &plan, &mut Scratch::new()).expect("every unit fits an empty system");
-        let ideal = replay::accounting::ideal_hours(&g, 8, &e);
-        let rows = replay::schedule_rows(&inst, &g, &e.starts);
+        let ideal = schedule::accounting::ideal_hours(&g, 8, &e);
+        let rows = schedule::reference::schedule_rows(&inst, &g, &e.starts);
         let claimed = ClaimedValues { cpu_h: ideal.cpu, ram_h: ideal.ram, gpu_h: ideal.gpu, cache_h: ideal.cache };
         let checked = validate_schedule(&inst, "random", &rows, e.makespan as f64 / 1e9, Some(claimed));
         prop_assert!(checked.is_ok(), "{:?}", checked.err());

@@ -7,8 +7,9 @@ mod common;
 
 use common::*;
 use model::WorkloadId;
-use replay::synthetic::{SyntheticShape, synthetic_instance};
-use replay::{ReplayOptions, WorkloadInstance};
+use replay::ReplayOptions;
+use schedule::WorkloadInstance;
+use schedule::synthetic::{SyntheticShape, synthetic_instance};
 use std::path::{Path, PathBuf};
 
 const DETERMINISTIC_OUTPUTS: [&str; 6] = [
@@ -130,7 +131,7 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         // orders, task groupings, perturbations and local moves per objective, GPU and
         // cache) decoded both ways; then one operator per adaptive batch.
         let b = &report.budget;
-        let seed_orders = replay::search::PRIORITY_ORDERS.len() as u64
+        let seed_orders = search::PRIORITY_ORDERS.len() as u64
             + u64::from(b.random_orders)
             + u64::from(b.task_groupings)
             + u64::from(b.perturbations)
@@ -155,7 +156,7 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         assert!(pick("seed_best_cache").candidate <= w.adaptive.seed_candidates);
         // The best valid bound is at least the SPEC's and at most the best found; the
         // Pareto front is validated and holds best_joint.
-        for r in replay::Resource::ALL {
+        for r in schedule::Resource::ALL {
             assert!(w.best_bounds.get(r) >= w.lower_bounds.get(r));
             assert!(w.best_bounds.get(r) <= w.best_found.get(r) * (1.0 + 1e-9));
         }

@@ -4,69 +4,12 @@
 #![allow(dead_code)]
 
 use model::WorkloadId;
-use model::config::ReplayCaps;
 use polars::prelude::*;
-use replay::{AttemptInput, BlobInput, WorkloadInstance};
+use schedule::WorkloadInstance;
+// Not every test binary uses every helper.
+#[allow(unused_imports)]
+pub(crate) use schedule::hand::{assert_close, attempt, blob, caps, instance};
 use std::path::{Path, PathBuf};
-
-/// An attempt with integer-second values.
-pub(crate) fn attempt(
-    id: &str,
-    gen_start: f64,
-    d: f64,
-    requests: &[(f64, f64)],
-    cores: f64,
-    mem_gib: f64,
-    blobs: &[u32],
-) -> AttemptInput {
-    AttemptInput {
-        attempt_id: id.to_string(),
-        task_id: format!("task-{id}"),
-        gen_start,
-        duration_s: d,
-        requests: requests.to_vec(),
-        cores,
-        mem_gib,
-        blobs: blobs.to_vec(),
-    }
-}
-
-/// Caps.
-pub(crate) fn caps(concurrency: u32, cpu_cores: f64, ram_gib: f64, gpus: u32) -> ReplayCaps {
-    ReplayCaps {
-        concurrency,
-        cpu_cores,
-        ram_gib,
-        gpus,
-    }
-}
-
-/// A blob of `bytes`.
-pub(crate) fn blob(digest: &str, bytes: u64) -> BlobInput {
-    BlobInput {
-        digest: digest.to_string(),
-        compressed_bytes: bytes,
-    }
-}
-
-/// Build an instance (panics on invalid input: tests build valid ones).
-pub(crate) fn instance(
-    w: WorkloadId,
-    caps: ReplayCaps,
-    attempts: Vec<AttemptInput>,
-    blobs: Vec<BlobInput>,
-) -> WorkloadInstance {
-    WorkloadInstance::new(w, caps, attempts, blobs, None).expect("valid instance")
-}
-
-/// Relative closeness for hour values computed through different float paths.
-pub(crate) fn assert_close(actual: f64, expected: f64, what: &str) {
-    let tol = 1e-12 * expected.abs().max(1e-300);
-    assert!(
-        (actual - expected).abs() <= tol,
-        "{what}: got {actual}, expected {expected}"
-    );
-}
 
 /// Write the four audit frames for `instances` (plus one excluded attempt per workload,
 /// which the replay must ignore) into `run_dir`.
@@ -313,22 +256,4 @@ pub(crate) fn write_config(
     let p = dir.join("pipeline.yaml");
     std::fs::write(&p, yaml).unwrap();
     p
-}
-
-/// Length of `[a, b)` not covered by `placed`.
-pub(crate) fn oracle_uncovered(placed: &[(i64, i64)], a: i64, b: i64) -> i64 {
-    let mut v: Vec<(i64, i64)> = placed
-        .iter()
-        .map(|&(s, e)| (s.max(a), e.min(b)))
-        .filter(|p| p.1 > p.0)
-        .collect();
-    v.sort_unstable();
-    let (mut covered, mut reach) = (0i64, a);
-    for (s, e) in v {
-        if e > reach {
-            covered += e - s.max(reach);
-            reach = e;
-        }
-    }
-    (b - a) - covered
 }
