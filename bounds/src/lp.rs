@@ -5,7 +5,9 @@
 //! a bound is only ever the best certified value, never the restricted master's value.
 //! The arguments are in docs/BOUNDS.md ("LP bounds").
 
-use crate::strong::{BlobBoundParts, blob_users};
+use crate::strong::BlobBoundParts;
+#[cfg(feature = "lp")]
+use crate::strong::blob_users;
 use model::config::LpBoundsConfig;
 use schedule::GridInstance;
 use serde::{Deserialize, Serialize};
@@ -79,6 +81,7 @@ pub struct LpBounds {
 
 /// Relative safety margin taken off every certified bound for floating-point rounding in
 /// the certificate's sums (the certificate itself does not depend on the solver's accuracy).
+#[cfg(feature = "lp")]
 const SAFETY: f64 = 1e-9;
 
 /// The attempts with requests grouped by quota type `(cores, mem)`, in type order.
