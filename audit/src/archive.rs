@@ -1,5 +1,6 @@
 //! Streaming, bounded, hash-checked reading of one original archive: compression by magic
-//! bytes, tar members with PAX fractional mtimes, and the SPEC 5 refusals.
+//! bytes, tar members with PAX fractional mtimes, and the archive refusals of docs/FORMAT.md
+//! ("Container").
 
 use crate::error::AuditError;
 use sha2::{Digest, Sha256};
@@ -297,7 +298,7 @@ fn store_damage(
     })
 }
 
-/// Walk the members of an uncompressed tar stream through `visit`, with the SPEC 5 checks
+/// Walk the members of an uncompressed tar stream through `visit`, with the refusal checks
 /// (paths, links, member types, member count, uncompressed bytes). `label` names the stream
 /// in errors (`zstd/tar`). Returns the members and uncompressed bytes read.
 pub fn scan_tar_stream(

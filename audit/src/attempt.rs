@@ -206,7 +206,7 @@ pub struct AttemptCollector {
     order: Vec<String>,
 }
 
-/// A refused member (SPEC 5): the archive must not be audited.
+/// A refused member (docs/FORMAT.md, "Container"): the archive must not be audited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefusedMember {
     /// Member path.
@@ -411,7 +411,7 @@ pub struct AuditedAttempt {
 }
 
 impl AuditedAttempt {
-    /// A pilot attempt, superseded by the census. tmax has no pilot (SPEC 2.2: always
+    /// A pilot attempt, superseded by the census. tmax has no pilot (always
     /// census): a tmax trial that says `pilot` is a malformed_record instead.
     pub fn is_pilot(&self) -> bool {
         self.run == Some(RunKind::Pilot) && self.workload != WorkloadId::Tmax
@@ -563,7 +563,7 @@ pub fn audit_attempt(
                         ));
                     }
                     if workload == WorkloadId::Tmax && id.run == RunKind::Pilot {
-                        // SPEC 2.2: a tmax trial is always census; there is no tmax pilot.
+                        // A tmax trial is always census; there is no tmax pilot.
                         malformed.push((
                             format!("`{path}`: run `pilot`, but tmax trials are always census"),
                             path.clone(),

@@ -37,7 +37,7 @@ pub enum AuditError {
         /// Actual hash and size.
         actual: String,
     },
-    /// A refused or unreadable archive (SPEC 5).
+    /// A refused or unreadable archive (docs/FORMAT.md, "Container").
     #[error("archive `{archive_id}`{}: {detail}", member.as_ref().map(|m| format!(", member `{m}`")).unwrap_or_default())]
     Archive {
         /// Archive id.

@@ -1,5 +1,6 @@
 //! Request intervals of one attempt: build from start mtimes and timers, clip to the
-//! generation lifetime, merge overlaps, and record every change as a `ClipRecord` (SPEC 2.2).
+//! generation lifetime, merge overlaps, and record every change as a `ClipRecord` (docs/FORMAT.md,
+//! "Request intervals").
 
 use model::{ClipReason, GenerationLifetime, RequestInterval};
 use std::collections::BTreeMap;

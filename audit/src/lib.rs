@@ -1,6 +1,6 @@
 //! The audit stage: stream every verified archive, rebuild each attempt's generation
 //! lifetime and request intervals with a record of every clip and merge, run the cohort
-//! audit, and write the frames (SPEC 2.2).
+//! audit, and write the frames (docs/FORMAT.md).
 
 pub mod archive;
 pub mod attempt;

@@ -1,4 +1,4 @@
-//! Issue 15, item 1: the cohort check compares exclusions by reason and flagged attempts by
+//! The cohort check compares exclusions by reason and flagged attempts by
 //! kind, not totals only. On the small demo corpus, an expectation that moves one exclusion
 //! from its reason to any other census reason (same totals), or that misses the flagged
 //! attempt, fails the stage naming workload, reason, found and expected, after writing the

@@ -503,7 +503,8 @@ fn extract_materializes_attempt_with_mtimes() {
     );
 }
 
-/// A symbolic link already in the target directory is never followed (issue 16, item 10):
+/// A symbolic link already in the target directory is never followed (docs/ROBUSTNESS.md,
+/// "`audit extract` never writes through a link"):
 /// neither a link to a directory standing where an attempt directory goes, nor a dangling
 /// link where a file goes; nothing is written outside the target directory.
 #[test]

@@ -1,6 +1,6 @@
-//! LP lower bounds solved with HiGHS (issue 7): a configuration LP for the GPU union and a
-//! fluid LP for the cache, both by column generation. Every round is certified by an exact
-//! pricing step (Farley's bound for the GPU LP, the Lagrangian bound for the cache LP), so
+//! LP lower bounds solved with HiGHS (docs/BOUNDS.md, items 5 and 6): a configuration LP for the
+//! GPU union and a fluid LP for the cache, both by column generation. Every round is certified by
+//! an exact pricing step (Farley's bound for the GPU LP, the Lagrangian bound for the cache LP), so
 //! the reported bound is valid whether or not the budget let column generation converge;
 //! a bound is only ever the best certified value, never the restricted master's value.
 //! The arguments are in docs/BOUNDS.md ("LP bounds").

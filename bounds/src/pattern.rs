@@ -1,5 +1,5 @@
-//! The GPU pattern bound (issue 19): a lower bound on the GPU union that sees how request
-//! patterns can interleave, from the exact cross-correlations of every pair of attempts'
+//! The GPU pattern bound (docs/BOUNDS.md, item 7): a lower bound on the GPU union that sees how
+//! request patterns can interleave, from the exact cross-correlations of every pair of attempts'
 //! requests. Per attempt `i`, a Lagrangian relaxation of "at every instant of `i`'s life the
 //! partners running beside it fit the capacity" caps the request overlap `i` can get from all
 //! partners together (`X_i`); Jensen's inequality on `i`'s own requests then gives

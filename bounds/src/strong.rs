@@ -1,7 +1,7 @@
-//! Stronger valid lower bounds on the GPU and cache objectives (issue 7), reported beside the
-//! seed's bounds of SPEC 2.3: energy bounds from the CPU and RAM caps, `K'` (the most
-//! attempts that can run at once under both caps) in place of `K`, the machine bounds of
-//! `P||Cmax` (`(m K' + 1)`-longest), and compulsory parts inside the deadline window
+//! Stronger valid lower bounds on the GPU and cache objectives, reported beside the
+//! study's bounds (docs/FORMAT.md, "The replay model"): energy bounds from the CPU and RAM caps,
+//! `K'` (the most attempts that can run at once under both caps) in place of `K`, the machine
+//! bounds of `P||Cmax` (`(m K' + 1)`-longest), and compulsory parts inside the deadline window
 //! `[0, D]`. Each argument is written out in docs/BOUNDS.md; every bound is tested against
 //! exhaustive optima of tiny instances (a bound above an optimum is a bug).
 //!
@@ -29,7 +29,7 @@ pub struct GpuBoundParts {
     pub ram_energy: f64,
     /// Length of the union of the requests' compulsory parts inside `[0, D]`.
     pub compulsory: f64,
-    /// The pattern bound of issue 19 (0 until [`StrongBounds::with_gpu_pattern`] adds it).
+    /// The pattern bound (0 until [`StrongBounds::with_gpu_pattern`] adds it).
     pub pattern: f64,
     /// The largest of the above.
     pub best: f64,
@@ -58,14 +58,14 @@ pub struct CacheBoundParts {
 pub struct StrongBounds {
     /// GPU bound and its components.
     pub gpu: GpuBoundParts,
-    /// How the GPU pattern bound (issue 19, `gpu.pattern`) was reached.
+    /// How the GPU pattern bound (`gpu.pattern`) was reached.
     pub gpu_pattern: PatternBound,
     /// Cache bound and its components.
     pub cache: CacheBoundParts,
 }
 
 impl StrongBounds {
-    /// Add the GPU pattern bound (issue 19) as a component of the GPU bound.
+    /// Add the GPU pattern bound (docs/BOUNDS.md, item 7) as a component of the GPU bound.
     pub fn with_gpu_pattern(mut self, pattern: PatternBound) -> Self {
         self.gpu.pattern = pattern.bound_h;
         self.gpu.best = self.gpu.best.max(pattern.bound_h);

@@ -1,4 +1,4 @@
-//! Every lower bound (the SPEC's and the stronger ones of docs/BOUNDS.md) is checked
+//! Every lower bound (the study's and the stronger ones of docs/BOUNDS.md) is checked
 //! against exact optima of tiny instances, found by exhaustive search over integer-second
 //! start times up to the deadline D (a bound above an optimum is a bug), and against
 //! hand-computed values where the stronger bound is tight.
@@ -217,7 +217,7 @@ proptest! {
             let v = b.bound_h.unwrap();
             prop_assert!(ok(v, opt), "{name} LP bound {v} > optimum {opt}");
         }
-        // The pattern bound (issue 19, full budget) stays below the GPU optimum.
+        // The pattern bound (full budget) stays below the GPU optimum.
         let pattern = pattern_bound(&g, 8, &PatternBoundConfig::default());
         prop_assert_eq!(pattern.status, PatternStatus::Complete);
         prop_assert!(ok(pattern.bound_h, gpu_opt_h), "GPU pattern bound {} > optimum {gpu_opt_h}", pattern.bound_h);

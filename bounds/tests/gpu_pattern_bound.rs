@@ -1,5 +1,5 @@
-//! The GPU pattern bound (issue 19) on generated workloads of many shapes: it never exceeds
-//! the GPU union of any schedule (FIFO and random list schedules), each attempt's cap on
+//! The GPU pattern bound (docs/BOUNDS.md, item 7) on generated workloads of many shapes: it never
+//! exceeds the GPU union of any schedule (FIFO and random list schedules), each attempt's cap on
 //! the request overlap from its partners holds on every one of those schedules, and the
 //! bound does not depend on the thread count.
 

@@ -77,7 +77,7 @@ pub struct WorkloadKnobs {
     pub quotas: Option<Vec<[f64; 2]>>,
     /// Image layers and their sharing.
     pub blobs: BlobKnobs,
-    /// The replay caps written into `pipeline.yaml` (default: the study's, SPEC 2.3).
+    /// The replay caps written into `pipeline.yaml` (default: the study's).
     pub caps: CapKnobs,
 }
 
@@ -336,7 +336,7 @@ impl Default for BlobKnobs {
     }
 }
 
-/// Replay caps written into `pipeline.yaml`; unset ones keep the study's (SPEC 2.3).
+/// Replay caps written into `pipeline.yaml`; unset ones keep the study's.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CapKnobs {

@@ -1,5 +1,5 @@
-//! Deterministic demo corpus generator (SPEC 6): original archives in the exact layout of
-//! SPEC 2.2, raw shards, a manifest, a `pipeline.yaml` and the `expected.json` an auditor
+//! Deterministic demo corpus generator: original archives in the exact layout of
+//! docs/FORMAT.md, raw shards, a manifest, a `pipeline.yaml` and the `expected.json` an auditor
 //! must reproduce. Same seed, same bytes.
 
 pub mod knobs;

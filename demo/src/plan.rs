@@ -1,5 +1,5 @@
 //! The in-memory plan of a demo corpus: every attempt's identity, timing and result,
-//! with the timing anomalies of SPEC 2.2 injected in known numbers.
+//! with the timing anomalies of docs/FORMAT.md ("Request intervals") injected in known numbers.
 
 use crate::knobs::{CorpusKnobs, KnobStreams, WorkloadKnobs, default_quotas};
 use crate::rng::Stream;

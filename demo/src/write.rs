@@ -109,7 +109,7 @@ fn attempt_dir(layout: &Layout, a: &PlannedAttempt) -> String {
         .replace("{attempt_id}", &a.attempt_id)
 }
 
-/// Write one attempt's members in the layout of SPEC 2.2 (public for tests that build
+/// Write one attempt's members in the layout of docs/FORMAT.md (public for tests that build
 /// archives beside the corpus: a duplicate copy, a malformed attempt).
 pub fn write_attempt<W: Write>(b: &mut tar::Builder<W>, a: &PlannedAttempt) -> io::Result<()> {
     let layout = Layout::default_for(a.workload);

@@ -1,4 +1,4 @@
-//! The ingest stage (SPEC 2.1): fetch every original archive from each of its locations
+//! The ingest stage (docs/INGEST.md): fetch every original archive from each of its locations
 //! (local file, GCS pinned generation, Hugging Face raw shard pinned revision), verify SHA256
 //! and byte count while streaming, admit verified bytes into the content-addressed store,
 //! quarantine the rest, check cross-source identity, and write `ledger.parquet`.

@@ -1,5 +1,5 @@
 //! `ingest --config pipeline.yaml [--offline] [--parallel N] [--quiet]`: fetch and verify
-//! every archive (SPEC 2.1). Parses arguments, calls [`ingest::run`], maps errors to exit
+//! every archive (docs/INGEST.md). Parses arguments, calls [`ingest::run`], maps errors to exit
 //! codes: 1 for failed archives or I/O, 2 for usage and configuration errors.
 
 mod cli_progress;

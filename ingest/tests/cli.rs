@@ -127,7 +127,7 @@ fn ingest_within_a_minute(args: &[&str]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Issue 16, item 6: a `file_path` that leaves the manifest's directory is refused when the
+/// A `file_path` that leaves the manifest's directory is refused when the
 /// manifest is read (exit 2, line and field named); one naming a FIFO is refused without
 /// being opened (it would block forever), naming what it is, and nothing enters the store
 /// or quarantine for it.

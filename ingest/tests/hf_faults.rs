@@ -275,7 +275,7 @@ fn the_token_goes_to_the_hub_only_and_is_never_written() {
         ..opts()
     };
     assert!(!format!("{with_token:?}").contains(secret));
-    // Issue 16, item 8: a token with a trailing newline is refused up front with the
+    // A token with a trailing newline is refused up front with the
     // cause (not reqwest's "builder error" with a connectivity hint), never showing it.
     let cfg = c.pipeline("hf-token-newline", &rows, &[Hf], None, Some(hub.endpoint()));
     let with_newline = IngestOptions {

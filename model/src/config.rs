@@ -296,7 +296,7 @@ pub struct SearchConfig {
     /// the default, which runs the seed profile's candidates first, so it is never worse).
     #[serde(default)]
     pub profile: SearchProfile,
-    /// The GPU pattern bound (issue 19), with its budget (counts).
+    /// The GPU pattern bound (docs/BOUNDS.md), with its budget (counts).
     #[serde(default)]
     pub pattern_bound: PatternBoundConfig,
 }
@@ -326,7 +326,7 @@ impl SearchProfile {
     }
 }
 
-/// Budget of the GPU pattern bound (issue 19; docs/BOUNDS.md, item 7): the exact
+/// Budget of the GPU pattern bound (docs/BOUNDS.md, item 7): the exact
 /// cross-correlations of request patterns it sweeps are counted, never timed. Attempts whose
 /// partner sweeps do not fit the budget keep the request-time bound (still valid, weaker);
 /// `enabled: false` skips it and the report says so.

@@ -179,8 +179,8 @@ impl ResultRecord {
 }
 
 /// A result file as the audit reads it: field by field, so that an unexpected shape of one
-/// field neither hides the others nor the rule it triggers (SPEC 2.2: a tmax trial with
-/// `exception_info` is excluded; a deepswe attempt with an `infra_error` is not
+/// field neither hides the others nor the rule it triggers (docs/FORMAT.md, "The cohort": a tmax
+/// trial with `exception_info` is excluded; a deepswe attempt with an `infra_error` is not
 /// generation-complete). Text fields take a string as written and any other non-null value
 /// as its compact JSON text; `reward` is a JSON number or null.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]

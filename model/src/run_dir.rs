@@ -31,7 +31,7 @@ pub fn stored_archive_relative(sha256_hex: &str) -> String {
     format!("store/sha256/{sha256_hex}")
 }
 
-/// The run directory and its well-known files (flat, as SPEC 2 names them).
+/// The run directory and its well-known files (flat, as docs/FORMAT.md, "Outputs", names them).
 #[derive(Debug, Clone)]
 pub struct RunDir {
     root: PathBuf,

@@ -1,5 +1,5 @@
-//! Benchmark and diagnostic of the GPU pattern bound (issue 19) on a run directory: per
-//! workload, its wall time, the process's peak resident memory after it, its status and
+//! Benchmark and diagnostic of the GPU pattern bound (docs/BOUNDS.md, item 7) on a run directory:
+//! per workload, its wall time, the process's peak resident memory after it, its status and
 //! value beside the request-time bounds, and, on the run's selected schedules
 //! (`schedules.parquet`), how much request overlap the attempts really get from their
 //! partners (`sum_i w_i X_i`) against the certified caps (`sum_i w_i B_i`), and the union

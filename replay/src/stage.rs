@@ -88,11 +88,11 @@ pub struct WorkloadReport {
     pub blobs: usize,
     /// Deadline D = FIFO makespan, seconds.
     pub deadline_s: f64,
-    /// SPEC 2.3 lower bounds.
+    /// The study's lower bounds (docs/FORMAT.md, "The replay model").
     pub lower_bounds: ResourceHours,
-    /// The stronger bounds of issue 7 with their components.
+    /// The stronger bounds of docs/BOUNDS.md with their components.
     pub strong_bounds: bounds::StrongBounds,
-    /// The LP bounds of issue 7 (HiGHS), or why they were skipped.
+    /// The LP bounds (HiGHS), or why they were skipped.
     pub lp_bounds: bounds::LpBounds,
     /// Best valid lower bound per resource: the largest of the seed's, the stronger ones and
     /// the LP bounds.

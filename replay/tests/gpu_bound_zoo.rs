@@ -1,4 +1,4 @@
-//! Issue 19, item 2: on every named instance of the search zoo (demo/zoo.yaml, docs/ZOO.md)
+//! On every named instance of the search zoo (demo/zoo.yaml, docs/ZOO.md)
 //! the GPU pattern bound, and the best valid GPU bound it is folded into, never exceed the
 //! best schedule the search finds (nor FIFO's).
 //!

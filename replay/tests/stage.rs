@@ -154,7 +154,7 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
         assert_eq!(pick("seed_best_cache").ideal.cache, w.seed_profile_best.1);
         assert!(pick("seed_best_gpu").candidate <= w.adaptive.seed_candidates);
         assert!(pick("seed_best_cache").candidate <= w.adaptive.seed_candidates);
-        // The best valid bound is at least the SPEC's and at most the best found; the
+        // The best valid bound is at least the study's and at most the best found; the
         // Pareto front is validated and holds best_joint.
         for r in schedule::Resource::ALL {
             assert!(w.best_bounds.get(r) >= w.lower_bounds.get(r));
@@ -464,7 +464,7 @@ fn schedules_csv(rows: &[ScheduleCsvRow]) -> String {
 
 const EVERY: replay::validate::FileCoverage = replay::validate::FileCoverage::EverySelected;
 
-/// Issue 16, item 4: an empty schedules file, one lacking tmax's `best_gpu`, and one with
+/// An empty schedules file, one lacking tmax's `best_gpu`, and one with
 /// tmax rows only are refused (naming what is missing), by the library and by the binary
 /// (exit 1); `--partial` validates what a file holds, still refusing an empty file.
 #[test]
@@ -566,8 +566,8 @@ fn an_excluded_pilot_sharing_an_included_attempts_id_is_not_attached_to_it() {
 
 #[test]
 fn frames_without_the_trace_columns_match_by_id_unless_an_id_is_shared() {
-    // attempts.parquet with the trace columns, requests and attempt_blobs without them (the
-    // SPEC's minimal columns): matched by id, the same values as with them everywhere.
+    // attempts.parquet with the trace columns, requests and attempt_blobs without them (only
+    // the columns the replay needs): matched by id, the same values as with them everywhere.
     let mut out = Vec::new();
     for trace_in in [
         &["attempts", "requests", "attempt_blobs"][..],

@@ -189,9 +189,9 @@ pub(crate) struct BoundRow {
     pub(crate) seed_profile_best: Option<f64>,
     /// Best found.
     pub(crate) best_found: Option<f64>,
-    /// SPEC 2.3's lower bound.
+    /// The study's lower bound (docs/FORMAT.md, "The replay model").
     pub(crate) lower_bound: Option<f64>,
-    /// SPEC 2.3's gap, percent.
+    /// The study's gap, percent.
     pub(crate) gap_pct: Option<f64>,
     /// The best valid bound.
     pub(crate) best_bound: Option<f64>,

@@ -435,7 +435,7 @@ pub(crate) enum OpenPieces {
     /// [`OpenPieces::Runs`] when its candidate attempts times [`RUN_CANDIDATE_COST`] are
     /// fewer than the requests, else [`OpenPieces::Scan`] (same result, the cheaper way).
     Auto,
-    /// A second pass over every request, keeping the parts in open buckets.
+    /// A second sweep over every request, keeping the parts in open buckets.
     Scan,
     /// Per run of open buckets, the attempts that can reach it (started at most one longest
     /// duration before it, found by binary search in the sorted starts) and, in each, the
@@ -444,7 +444,7 @@ pub(crate) enum OpenPieces {
 }
 
 /// Union length by bucket coverage on power-of-two time buckets (about one per request):
-/// pass 1 records, per bucket, the furthest end bucket of the requests whose run of whole
+/// the first sweep records, per bucket, the furthest end bucket of the requests whose run of whole
 /// buckets starts there; a bucket covered whole by some request (the running maximum lies
 /// beyond it) adds its width. Then the pieces of the requests in
 /// the other buckets (clipped to them) are collected, sorted and merged: usually from the
@@ -483,7 +483,7 @@ pub(crate) fn covered_bucket_union_with(
     }
     let width = 1i64 << shift;
     let n_buckets = (span >> shift) as usize + 2;
-    // Pass 1: per bucket, the furthest end bucket of the requests whose whole-bucket run
+    // First sweep: per bucket, the furthest end bucket of the requests whose whole-bucket run
     // starts there (`reach[fb] = max lb`); a bucket is covered whole by some request iff
     // the running maximum over the buckets up to it lies beyond it. One read-modify-write
     // per request (a difference array of counts needs two). The maximum does not depend

@@ -242,9 +242,9 @@ pub struct ClaimedValues {
     pub cache_h: f64,
 }
 
-/// Validate one schedule of a workload against SPEC 2.3: exact coverage, fixed durations,
-/// interval ordering, nonnegative accounting, concurrency, both caps and the deadline; and,
-/// when `claimed` is given, that the recomputed ideal values match it.
+/// Validate one schedule of a workload against the replay model of docs/FORMAT.md: exact coverage,
+/// fixed durations, interval ordering, nonnegative accounting, concurrency, both caps and the
+/// deadline; and, when `claimed` is given, that the recomputed ideal values match it.
 pub fn validate_schedule(
     inst: &WorkloadInstance,
     schedule: &str,

@@ -1,4 +1,4 @@
-//! Blob groups (issue 7): repositories (blob clusters) as blocks of tasks, dealt to
+//! Blob groups: repositories (blob clusters) as blocks of tasks, dealt to
 //! side-by-side lanes and placed first-fit or with group releases; the group order, lane
 //! count and switches are searched from the family's best.
 

@@ -1,6 +1,6 @@
 //! The two decoders that turn a priority order into a schedule: the serial admission of
-//! SPEC 2.3 (no overtaking: [`schedule::evaluate::list_schedule`]) and the backfilling list
-//! schedule (parallel schedule generation): at time 0 and at every end, start every waiting
+//! docs/FORMAT.md's FIFO (no overtaking: [`schedule::evaluate::list_schedule`]) and the backfilling
+//! list schedule (parallel schedule generation): at time 0 and at every end, start every waiting
 //! attempt that fits K and both caps next to the running ones, scanning the waiting ones in
 //! priority order, so a later attempt overtakes an earlier one that does not fit yet.
 //!

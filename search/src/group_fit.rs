@@ -1,4 +1,4 @@
-//! First-fit placement of a group plan with group releases (issue 7, cache search): a
+//! First-fit placement of a group plan with group releases (cache search): a
 //! group's (a repository's block's) first attempt starts no earlier than the previous
 //! attempt, and every other attempt of the group no earlier than that first one, so groups
 //! cannot backfill into early holes and stretch their blob windows.

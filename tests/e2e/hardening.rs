@@ -1,4 +1,4 @@
-//! Hardening (issue 8): a SIGKILLed ingest never leaves an unverified file in the store,
+//! Hardening: a SIGKILLed ingest never leaves an unverified file in the store,
 //! two ingests on one store at once both finish correctly, and secrets never leak into
 //! logs, errors, run facts, frames or the report.
 
@@ -135,10 +135,10 @@ fn killed_ingest_leaves_only_verified_files_and_reruns_cleanly() {
     assert!(text.contains("nothing downloaded"), "{text}");
 }
 
-/// Two ingests started at once on one run directory: the run directory's lock (issue 16,
-/// item 3) lets one write; the other either finds it free (the first already done) and
-/// finishes, or is refused at once naming the holder. Either way the store holds exactly
-/// the verified archives and the ledger is whole.
+/// Two ingests started at once on one run directory: the run directory's lock
+/// (docs/ROBUSTNESS.md, "One writer per run directory") lets one write; the other either finds it
+/// free (the first already done) and finishes, or is refused at once naming the holder. Either way
+/// the store holds exactly the verified archives and the ledger is whole.
 #[test]
 fn two_ingests_on_one_store_at_once_one_writes_at_a_time() {
     let ingest = bin("ingest");

@@ -1,5 +1,5 @@
-//! Regression tests of issue 16 (what a hostile and careless user found), one per item
-//! fixed, across the binaries.
+//! Regression tests of docs/ROBUSTNESS.md (the decisions taken for careless and hostile
+//! input), one per decision, across the binaries.
 
 mod common;
 

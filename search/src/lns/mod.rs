@@ -1,4 +1,4 @@
-//! Neighbourhood search on start times (issue 7): from a feasible schedule, remove one to a
+//! Neighbourhood search on start times: from a feasible schedule, remove one to a
 //! few attempts (at random, by shared blob, by time window, or from the tail), reinsert each
 //! at its best feasible start, and accept by late acceptance. Schedules found this way need
 //! not be list schedules; feasibility (K, both caps, D) is checked directly against a
