@@ -369,7 +369,7 @@ pub async fn run_async(
         "tool_version": model::TOOL_VERSION,
         "config": cfg.path.display().to_string(),
         "config_sha256": cfg.sha256,
-        "host": host_name(),
+        "host": model::process::host_name().unwrap_or_default(),
         "started_unix_s": unix(started_wall),
         "finished_unix_s": unix(SystemTime::now()),
         "elapsed_s": started.elapsed().as_secs_f64(),
@@ -449,13 +449,6 @@ pub fn merge_shards(cfg: &LoadedConfig) -> Result<Vec<crate::LedgerRow>, IngestE
         return Err(IngestError::MergedFailures(failed));
     }
     Ok(rows)
-}
-
-fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_default()
 }
 
 fn kind_uri(a: &ArchiveSpec, kind: LocationKind) -> String {

@@ -19,14 +19,17 @@ pub enum FetchError {
         /// Attempts made.
         attempts: u32,
     },
-    /// The endpoint timed out or refused the connection after the client's own retries
-    /// (GCS, whose client retries connection faults within one read timeout).
-    #[error("{uri}: {endpoint} cannot be reached: {detail}")]
+    /// The endpoint could not be connected to on any attempt (the Hub's client), or timed
+    /// out or refused the connection after the client's own retries (GCS, whose client
+    /// retries connection faults within one read timeout).
+    #[error("{uri}: {endpoint} cannot be reached{}: {detail}", attempts.map(|n| format!(" after {n} attempt(s)")).unwrap_or_default())]
     Unreachable {
         /// The location.
         uri: String,
         /// The endpoint.
         endpoint: String,
+        /// Attempts made, when this client counted them (GCS's client retries on its own).
+        attempts: Option<u32>,
         /// The client's error.
         detail: String,
     },
@@ -208,24 +211,10 @@ impl FetchError {
     /// connection refused or timed out), so that every other request to it would fail the
     /// same way: the circuit breaker of the ingest run opens on it.
     pub fn endpoint_down(&self) -> bool {
-        let connect_failure = |detail: &str| {
-            let d = detail.to_ascii_lowercase();
-            [
-                "timed out",
-                "connection refused",
-                "error trying to connect",
-                "tcp connect error",
-            ]
-            .iter()
-            .any(|p| d.contains(p))
-        };
-        match self {
-            FetchError::TimedOut { .. } | FetchError::Unreachable { .. } => true,
-            FetchError::Transport {
-                reached: 0, detail, ..
-            } => connect_failure(detail),
-            _ => false,
-        }
+        matches!(
+            self,
+            FetchError::TimedOut { .. } | FetchError::Unreachable { .. }
+        )
     }
 
     /// The commit the Hub served, when the error carries it.

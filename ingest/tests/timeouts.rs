@@ -36,8 +36,25 @@ fn fetch_many_from_silent(
     archives: usize,
     parallel: u32,
 ) -> (String, String, Duration) {
+    fetch_many_from(kind, silent_endpoint(), archives, parallel)
+}
+
+/// A loopback address nothing listens on (a port bound, then released): connecting is
+/// refused.
+fn closed_endpoint() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}
+
+fn fetch_many_from(
+    kind: LocationKind,
+    endpoint: String,
+    archives: usize,
+    parallel: u32,
+) -> (String, String, Duration) {
     let c = small_corpus();
-    let endpoint = silent_endpoint();
     let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
     let rows: Vec<_> = c
         .rows()
@@ -164,4 +181,23 @@ fn a_silent_gcs_endpoint_opens_the_breaker_for_the_other_archives() {
 #[test]
 fn a_silent_hub_endpoint_opens_the_breaker_for_the_other_archives() {
     the_breaker_ends_a_silent_endpoints_run_after_one_read_timeout(LocationKind::Hf);
+}
+
+/// A Hub endpoint that refuses connections: the first archive's fetch fails after its
+/// retries as unreachable, which opens the breaker; the others are not tried.
+#[test]
+fn a_hub_endpoint_that_refuses_connections_opens_the_breaker() {
+    let (endpoint, detail, _) = fetch_many_from(LocationKind::Hf, closed_endpoint(), 5, 1);
+    let lines: Vec<&str> = detail.lines().collect();
+    assert_eq!(lines.len(), 5, "{detail}");
+    assert!(
+        lines[0].contains(&format!("{endpoint} cannot be reached")),
+        "{detail}"
+    );
+    assert!(
+        lines[1..]
+            .iter()
+            .all(|l| l.contains(": not tried: archive ") && l.contains("cannot be reached")),
+        "{detail}"
+    );
 }

@@ -852,64 +852,6 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
             "must be at least 1".into(),
         ));
     }
-    // Values the code adds to clocks or multiplies into sizes are bounded, so a typo cannot
-    // overflow an instant or a byte count at run time.
-    let within = |field: &str, value: u64, range: std::ops::RangeInclusive<u64>| {
-        if range.contains(&value) {
-            Ok(())
-        } else {
-            Err(err(
-                field,
-                format!("must be {} to {}, got {value}", range.start(), range.end()),
-            ))
-        }
-    };
-    for (w, wc) in c.workloads.iter() {
-        within(
-            &format!("workloads.{w}.replay.gpus"),
-            wc.replay.gpus.into(),
-            1..=MAX_GPUS,
-        )?;
-    }
-    for (field, value, range) in [
-        (
-            "ingest.retries",
-            u64::from(c.ingest.retries),
-            0..=MAX_RETRIES,
-        ),
-        (
-            "ingest.request_timeout_s",
-            c.ingest.request_timeout_s,
-            1..=MAX_WAIT_S,
-        ),
-        (
-            "ingest.connect_timeout_s",
-            c.ingest.connect_timeout_s,
-            1..=MAX_WAIT_S,
-        ),
-        (
-            "ingest.read_timeout_s",
-            c.ingest.read_timeout_s,
-            1..=MAX_WAIT_S,
-        ),
-        (
-            "ingest.rate_limit_patience_s",
-            c.ingest.rate_limit_patience_s,
-            0..=MAX_WAIT_S,
-        ),
-        (
-            "audit.max_uncompressed_bytes",
-            c.audit.max_uncompressed_bytes,
-            1..=MAX_ARCHIVE_BYTES,
-        ),
-        (
-            "audit.max_members",
-            c.audit.max_members,
-            1..=MAX_ARCHIVE_BYTES,
-        ),
-    ] {
-        within(field, value, range)?;
-    }
     if c.ingest.parallel == 0 || c.ingest.parallel as usize > crate::threads::MAX_THREADS {
         return Err(err(
             "ingest.parallel",
@@ -924,7 +866,81 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
             format!("must be a project id (no blanks), got {p:?}"),
         ));
     }
+    // Values the code adds to clocks or multiplies into sizes are bounded, so a typo cannot
+    // overflow an instant or a byte count at run time.
+    if let Some(r) = out_of_range(c) {
+        let message = match r.max {
+            Some(max) => format!("must be {} to {max}, got {}", r.min, r.value),
+            None => format!("must be at least {}, got {}", r.min, r.value),
+        };
+        return Err(err(&r.field, message));
+    }
     Ok(())
+}
+
+/// An integer of the config outside its declared range.
+struct OutOfRange {
+    field: String,
+    value: u64,
+    min: u64,
+    max: Option<u64>,
+}
+
+/// The first integer of `c` outside its range. The ranges are stated once, by the fields'
+/// `#[schemars(range(...))]` attributes: this reads them from the generated JSON schema
+/// (its `minimum` / `maximum`), which docs/CONFIG.md shows too.
+fn out_of_range(c: &PipelineConfig) -> Option<OutOfRange> {
+    use serde_json::Value;
+    fn walk(root: &Value, schema: &Value, value: &Value, path: &str) -> Option<OutOfRange> {
+        let schema = match schema
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix("#/$defs/"))
+        {
+            Some(name) => root.get("$defs")?.get(name)?,
+            None => schema,
+        };
+        if let Some(alternatives) = schema.get("anyOf").and_then(Value::as_array) {
+            return alternatives
+                .iter()
+                .find_map(|alt| walk(root, alt, value, path));
+        }
+        let below = |key: &str| {
+            if path.is_empty() {
+                key.to_string()
+            } else {
+                format!("{path}.{key}")
+            }
+        };
+        match value {
+            Value::Object(fields) => fields.iter().find_map(|(k, v)| {
+                let field_schema = schema.get("properties")?.get(k)?;
+                walk(root, field_schema, v, &below(k))
+            }),
+            Value::Array(items) => {
+                let item_schema = schema.get("items")?;
+                items
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, v)| walk(root, item_schema, v, &format!("{path}[{i}]")))
+            }
+            Value::Number(n) => {
+                let value = n.as_u64()?;
+                let min = schema.get("minimum").and_then(Value::as_u64).unwrap_or(0);
+                let max = schema.get("maximum").and_then(Value::as_u64);
+                (value < min || max.is_some_and(|m| value > m)).then(|| OutOfRange {
+                    field: path.to_string(),
+                    value,
+                    min,
+                    max,
+                })
+            }
+            _ => None,
+        }
+    }
+    let schema = serde_json::to_value(schemars::schema_for!(PipelineConfig)).ok()?;
+    let value = serde_json::to_value(c).ok()?;
+    walk(&schema, &schema, &value, "")
 }
 
 /// The effective GCS endpoint: `STORAGE_EMULATOR_HOST` (as `host:port` or a URL) wins

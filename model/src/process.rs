@@ -1,5 +1,6 @@
-//! Whether a process named by its id is still running on this machine: the one test behind
-//! every sweep of a killed run's leftovers and every stale lock file.
+//! This machine's processes: whether one named by its id is still running (the one test
+//! behind every sweep of a killed run's leftovers and every stale lock file), and the host
+//! name that makes a process id meaningful to another machine.
 
 use std::path::Path;
 
@@ -16,6 +17,14 @@ pub fn is_running(pid: u32) -> bool {
         Ok(stat) => process_state(&stat) != Some('Z'),
         Err(_) => proc_root.join(pid.to_string()).exists(),
     }
+}
+
+/// This machine's host name (`/proc/sys/kernel/hostname`, else `HOSTNAME`).
+pub fn host_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .or_else(|_| std::env::var("HOSTNAME"))
+        .ok()
 }
 
 /// The state letter of a `/proc/PID/stat` line (the field after the parenthesised command

@@ -7,7 +7,7 @@
 //! and calls each stage, which takes it again.
 //!
 //! Where the file system does not implement `flock` (Lustre mounted `noflock`, some FUSE and
-//! network mounts: the call fails with `ENOSYS`, `EOPNOTSUPP` or `ENOLCK`), the lock is the
+//! network mounts: the call fails with `ENOSYS`, `EOPNOTSUPP`, `ENOLCK` or `EINVAL`), the lock is the
 //! exclusive creation of `run_dir/.lock.excl` (`O_CREAT | O_EXCL`) holding the holder's host,
 //! pid and command, removed when the holder releases it. A killed holder leaves that file:
 //! on its own host a holder whose process is gone is recognised and replaced; from another
@@ -73,10 +73,7 @@ pub fn flock_unsupported(e: &std::io::Error) -> bool {
 
 /// This machine's host name (for the exclusive lock's note).
 fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .or_else(|_| std::env::var("HOSTNAME"))
-        .unwrap_or_else(|_| "unknown-host".into())
+    crate::process::host_name().unwrap_or_else(|| "unknown-host".into())
 }
 
 /// A held lock on a run directory; released when the last holder in this process drops it.

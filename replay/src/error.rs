@@ -24,36 +24,10 @@ pub enum ReplayError {
         /// What is wrong.
         message: String,
     },
-    /// An input value is unusable (null duration, unsorted requests, unknown blob, ...).
-    #[error("{}: {workload} attempt `{attempt_id}`: field `{field}`: {message}", path.display())]
-    Input {
-        /// The frame the value came from (or `<memory>` for hand-built instances).
-        path: PathBuf,
-        /// The workload.
-        workload: String,
-        /// The attempt.
-        attempt_id: String,
-        /// The field.
-        field: String,
-        /// What is wrong.
-        message: String,
-    },
-    /// An attempt's quota alone exceeds a workload cap: no schedule can ever place it.
-    #[error(
-        "{workload} attempt `{attempt_id}` can never be placed: its {resource} quota {quota} exceeds the cap {cap} of workloads.{workload}.replay"
-    )]
-    QuotaExceedsCap {
-        /// The workload.
-        workload: String,
-        /// The attempt.
-        attempt_id: String,
-        /// `cpu_cores` or `ram_gib`.
-        resource: &'static str,
-        /// The attempt's quota.
-        quota: f64,
-        /// The cap.
-        cap: f64,
-    },
+    /// The instance built from the frames is refused (an unusable value, an attempt whose
+    /// quota exceeds a cap): the schedule crate's own error, message unchanged.
+    #[error(transparent)]
+    Instance(#[from] schedule::InstanceError),
     /// A workload in `search.order` has no configuration.
     #[error("search.order lists `{workload}`, which has no entry under `workloads`")]
     UnconfiguredWorkload {
@@ -112,40 +86,6 @@ pub enum ReplayError {
         #[source]
         source: rayon::ThreadPoolBuildError,
     },
-}
-
-impl From<schedule::InstanceError> for ReplayError {
-    /// The same refusal, under the stage's error type (same variant, same message).
-    fn from(e: schedule::InstanceError) -> Self {
-        match e {
-            schedule::InstanceError::Input {
-                path,
-                workload,
-                attempt_id,
-                field,
-                message,
-            } => ReplayError::Input {
-                path,
-                workload,
-                attempt_id,
-                field,
-                message,
-            },
-            schedule::InstanceError::QuotaExceedsCap {
-                workload,
-                attempt_id,
-                resource,
-                quota,
-                cap,
-            } => ReplayError::QuotaExceedsCap {
-                workload,
-                attempt_id,
-                resource,
-                quota,
-                cap,
-            },
-        }
-    }
 }
 
 impl From<search::SearchError> for ReplayError {

@@ -122,12 +122,14 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         let attempt_id = a_id[i]
             .clone()
             .ok_or_else(|| column_err(&attempts_path, A_ID, &format!("null in row {i}")))?;
-        let input_err = |field: &str, message: &str| ReplayError::Input {
-            path: attempts_path.clone(),
-            workload: workload.clone(),
-            attempt_id: attempt_id.clone(),
-            field: field.to_string(),
-            message: message.to_string(),
+        let input_err = |field: &str, message: &str| {
+            ReplayError::Instance(schedule::InstanceError::Input {
+                path: attempts_path.clone(),
+                workload: workload.clone(),
+                attempt_id: attempt_id.clone(),
+                field: field.to_string(),
+                message: message.to_string(),
+            })
         };
         let need = |v: Option<f64>, field: &str| {
             v.ok_or_else(|| input_err(field, "null for an included attempt"))
@@ -184,13 +186,13 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
         }
         if let Some((a, _)) = included.get_mut(&key) {
             let (Some(s), Some(e)) = (r_start[i], r_end[i]) else {
-                return Err(ReplayError::Input {
+                return Err(ReplayError::Instance(schedule::InstanceError::Input {
                     path: requests_path.clone(),
                     workload: key.0,
                     attempt_id: key.1,
                     field: "start_offset_s".into(),
                     message: format!("null offset in row {i}"),
-                });
+                }));
             };
             a.requests.push((s, e));
         }
@@ -243,7 +245,7 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
                 .sort_by(|x, y| x.0.total_cmp(&y.0).then(x.1.total_cmp(&y.1)));
             let computed = a.request_seconds();
             if (computed - request_s).abs() > 1e-6 * request_s.abs().max(1.0) {
-                return Err(ReplayError::Input {
+                return Err(ReplayError::Instance(schedule::InstanceError::Input {
                     path: attempts_path.clone(),
                     workload: w.to_string(),
                     attempt_id: id.clone(),
@@ -252,15 +254,17 @@ pub fn load_input(cfg: &model::LoadedConfig) -> Result<ReplayInput, ReplayError>
                         "{request_s} s disagrees with the union of its intervals in {} ({computed} s)",
                         requests_path.display()
                     ),
-                });
+                }));
             }
             for d in uses.get(&(wname.clone(), id.clone())).into_iter().flatten() {
-                let bytes = *blob_bytes.get(d).ok_or_else(|| ReplayError::Input {
-                    path: ab_path.clone(),
-                    workload: w.to_string(),
-                    attempt_id: id.clone(),
-                    field: "digest".into(),
-                    message: format!("blob `{d}` is not in {}", blobs_path.display()),
+                let bytes = *blob_bytes.get(d).ok_or_else(|| {
+                    ReplayError::Instance(schedule::InstanceError::Input {
+                        path: ab_path.clone(),
+                        workload: w.to_string(),
+                        attempt_id: id.clone(),
+                        field: "digest".into(),
+                        message: format!("blob `{d}` is not in {}", blobs_path.display()),
+                    })
                 })?;
                 let next = blob_list.len() as u32;
                 let idx = *blob_index.entry(d.clone()).or_insert_with(|| {

@@ -284,7 +284,10 @@ fn an_attempt_over_a_cap_is_refused_by_name() {
         vec![],
     );
     let e = ReplayError::from(inst.check_quotas_fit().unwrap_err());
-    assert!(matches!(e, ReplayError::QuotaExceedsCap { .. }));
+    assert!(matches!(
+        e,
+        ReplayError::Instance(schedule::InstanceError::QuotaExceedsCap { .. })
+    ));
     assert_eq!(
         e.to_string(),
         "tmax attempt `too-big` can never be placed: its ram_gib quota 70 exceeds the cap 66 of workloads.tmax.replay"

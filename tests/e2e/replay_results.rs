@@ -4,6 +4,8 @@
 //! schedule and of every deterministic output file. A change that alters a result must
 //! update these snapshots in the same commit (`cargo insta review`), visibly.
 
+mod common;
+
 use sha2::Digest as _;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -27,16 +29,7 @@ fn small_demo_run() -> &'static Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
     DIR.get_or_init(|| {
         let d = tempfile::tempdir().unwrap();
-        demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
-        let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
-        pipeline::run::run_all(
-            &cfg,
-            &pipeline::run::RunOptions {
-                quiet: true,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        common::run_quiet(&common::small_demo(d.path()));
         d
     })
     .path()

@@ -1,6 +1,8 @@
 //! The report, looked at in headless Chromium: it renders offline, every chart is present,
 //! and its tables carry the run's own figures.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -42,16 +44,7 @@ fn chrome(profile: &Path) -> Command {
 #[test]
 fn report_renders_with_charts_and_figures() {
     let d = tempfile::tempdir().unwrap();
-    demo::generate(d.path(), demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
-    let cfg = model::load_config(&d.path().join("pipeline.yaml")).unwrap();
-    pipeline::run::run_all(
-        &cfg,
-        &pipeline::run::RunOptions {
-            quiet: true,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    common::run_quiet(&common::small_demo(d.path()));
     let report = d.path().join("run/report.html");
     let html = std::fs::read_to_string(&report).unwrap();
     for external in ["src=\"http", "href=\"http", "<script", "<link", "@import"] {

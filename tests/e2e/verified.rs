@@ -6,10 +6,7 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-fn small_demo(dir: &std::path::Path) -> model::LoadedConfig {
-    demo::generate(dir, demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
-    model::load_config(&dir.join("pipeline.yaml")).unwrap()
-}
+use common::small_demo;
 
 fn run(cfg: &model::LoadedConfig) -> anyhow::Result<pipeline::run::RunSummary> {
     pipeline::run::run_all(

@@ -94,6 +94,11 @@ async fn api_get(
         .map_err(|e| match e {
             FetchError::Transport {
                 attempts, detail, ..
+            }
+            | FetchError::Unreachable {
+                attempts: Some(attempts),
+                detail,
+                ..
             } => PinError::Unreachable {
                 endpoint: source.settings().endpoint.clone(),
                 service: "the Hub",

@@ -340,6 +340,7 @@ impl ArchiveSource for GcsSource {
                             return Err(FetchError::Unreachable {
                                 uri,
                                 endpoint: self.clients.endpoint_label().to_string(),
+                                attempts: None,
                                 detail: e.to_string(),
                             });
                         }

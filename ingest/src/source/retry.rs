@@ -284,6 +284,15 @@ pub(crate) async fn send_with_retries(
                 tracing::debug!(%uri, error = %e, "transport error; retrying");
                 backoff.wait(None).await;
             }
+            // Connecting failed on every attempt: the endpoint itself cannot be reached.
+            Err(e) if e.is_connect() => {
+                return Err(FetchError::Unreachable {
+                    uri: uri.to_string(),
+                    endpoint: e.url().map(origin).unwrap_or_else(|| "?".into()),
+                    attempts: Some(attempts),
+                    detail: error_chain(&e),
+                });
+            }
             Err(e) => {
                 return Err(FetchError::Transport {
                     uri: uri.to_string(),

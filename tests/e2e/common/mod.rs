@@ -50,3 +50,21 @@ pub(crate) fn succeeded(out: Output) -> Output {
     );
     out
 }
+
+/// The small demo corpus generated in `dir`, its pipeline loaded.
+pub(crate) fn small_demo(dir: &std::path::Path) -> model::LoadedConfig {
+    demo::generate(dir, demo::Scale::Small, demo::DEFAULT_SEED).unwrap();
+    model::load_config(&dir.join("pipeline.yaml")).unwrap()
+}
+
+/// `pipeline run` of `cfg` in this process, without progress output.
+pub(crate) fn run_quiet(cfg: &model::LoadedConfig) -> pipeline::run::RunSummary {
+    pipeline::run::run_all(
+        cfg,
+        &pipeline::run::RunOptions {
+            quiet: true,
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
