@@ -8,27 +8,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
-/// Compression of an original archive, detected from its first bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ArchiveCompression {
-    /// gzip, magic `1f 8b`.
-    Gzip,
-    /// Zstandard, magic `28 b5 2f fd`.
-    Zstd,
-}
-
-impl ArchiveCompression {
-    /// Detect from the leading bytes.
-    pub fn detect(head: &[u8]) -> Option<Self> {
-        if head.starts_with(&[0x1f, 0x8b]) {
-            Some(ArchiveCompression::Gzip)
-        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-            Some(ArchiveCompression::Zstd)
-        } else {
-            None
-        }
-    }
-}
+pub use model::compression::ArchiveCompression;
 
 /// Bounds on what one archive may expand to.
 #[derive(Debug, Clone, Copy)]

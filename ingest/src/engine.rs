@@ -9,12 +9,13 @@ use crate::progress::ProgressSink;
 use crate::report::{ArchiveFailure, IngestReport};
 use crate::sink::{BlobSink, SinkError};
 use crate::source::gcs::{GcsCredentials, GcsSettings};
-use crate::source::hf::HfSettings;
+use crate::source::hf::{HfSettings, ShardIndexDirs};
 use crate::source::{ArchiveSource, FetchInfo, FetchMethod, FileSource, GcsSource, HfSource};
 use crate::store::{LocationCheck, LocationRecord, Store, StoreCheck};
 use model::ArchiveSpec;
 use model::LoadedConfig;
 use model::config::LocationKind;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -218,6 +219,15 @@ async fn build_sources(
                 initial_backoff: opts.initial_backoff,
                 rate_limit_patience: Duration::from_secs(ic.rate_limit_patience_s),
                 progress: opts.progress.clone(),
+                shard_index: ShardIndexDirs::for_run(
+                    &cfg.run_dir,
+                    cfg.config
+                        .sources
+                        .manifest
+                        .as_deref()
+                        .map(|m| cfg.path.parent().unwrap_or(Path::new("")).join(m))
+                        .as_deref(),
+                ),
             },
             connect_timeout,
             read_timeout,

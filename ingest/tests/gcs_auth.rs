@@ -47,7 +47,9 @@ struct Stand {
 
 fn stand() -> Stand {
     let gcs = FakeGcsServer::start().unwrap_or_else(|e| panic!("fake-gcs-server: {e}"));
-    let bytes: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    // gzip's magic, then filler: an archive by its first bytes (what `pipeline pin` takes).
+    let mut bytes: Vec<u8> = vec![0x1f, 0x8b];
+    bytes.extend((0..40_000u32).map(|i| (i * 7 % 251) as u8));
     let mut generations = std::collections::BTreeMap::new();
     for b in [PRIVATE, PUBLIC, PAYER] {
         gcs.create_bucket(b, true).unwrap();
@@ -664,6 +666,7 @@ fn pin_lists_with_the_chain_s_credentials_and_reports_a_refusal_with_its_hint() 
         ),
         hf: None,
         rules: vec![],
+        filter: Default::default(),
     };
     let report = pin(&request(PRIVATE), &settings()).unwrap();
     let g = report.gcs.as_ref().unwrap();
@@ -686,7 +689,8 @@ fn pin_lists_with_the_chain_s_credentials_and_reports_a_refusal_with_its_hint() 
     let e = pin(&request("lab-other-team"), &settings()).unwrap_err();
     assert!(matches!(e, PinError::Gcs { .. }), "{e}");
     let text = e.to_string();
-    assert!(text.starts_with("gs://lab-other-team/archives: bucket `lab-other-team`: access denied (HTTP 403 AccessDenied"), "{text}");
+    // The listing goes through the JSON API, whose error reason is `forbidden`.
+    assert!(text.starts_with("gs://lab-other-team/archives: bucket `lab-other-team`: access denied (HTTP 403 forbidden"), "{text}");
     assert!(
         text.contains(&format!("{VM} does not have storage.objects.list access")),
         "{text}"

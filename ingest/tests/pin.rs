@@ -34,6 +34,7 @@ fn request(gcs: bool, hf_path: Option<&str>) -> PinRequest {
                 .unwrap()
         }),
         rules: vec![],
+        filter: Default::default(),
     }
 }
 

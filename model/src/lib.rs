@@ -1,6 +1,7 @@
 //! Shared model of the toolkit: the study's domain types, the `pipeline.yaml` contract,
 //! the archive manifest and the run directory's layout. No I/O beyond reading config files.
 
+pub mod compression;
 pub mod config;
 pub mod domain;
 pub mod error;

@@ -126,7 +126,16 @@ pub enum Command {
         /// first match wins. Default: the file name starts with the workload's name.
         #[arg(long = "workload", value_name = "GLOB=NAME")]
         workloads: Vec<String>,
-        /// The manifest to write (the report goes beside it as `<stem>.pin.json`).
+        /// Read only objects whose name below the prefix (a shard member's name in its
+        /// shard) matches GLOB; repeatable (`*` matches `/` too).
+        #[arg(long, value_name = "GLOB")]
+        include: Vec<String>,
+        /// Leave out objects whose name below the prefix (a shard member's name) matches
+        /// GLOB; repeatable, wins over --include. Left-out objects are listed in the report.
+        #[arg(long, value_name = "GLOB")]
+        exclude: Vec<String>,
+        /// The manifest to write (the report goes beside it as `<stem>.pin.json`, the
+        /// shards' member tables into `shard-index/`).
         #[arg(long)]
         out: PathBuf,
         /// Replace the manifest and report if they exist.
@@ -307,6 +316,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             gcs,
             hf,
             workloads,
+            include,
+            exclude,
             out,
             force,
             retries,
@@ -318,6 +329,8 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 gcs,
                 hf,
                 workloads,
+                include,
+                exclude,
                 out,
                 force,
                 retries,

@@ -1,10 +1,14 @@
 //! `pipeline pin`: check that the outputs may be written, pin the sources
-//! ([`ingest::pin`]), then write the manifest and the pinning report (`<stem>.pin.json`)
-//! and print one line per archive.
+//! ([`ingest::pin`]), then write the manifest, the pinning report (`<stem>.pin.json`) and
+//! the shards' member tables (`shard-index/` beside the manifest), list every skipped object
+//! and every pair of ids with the same bytes on stderr, and print one line per archive.
 
 use crate::cli::{EXIT_FAILURE, EXIT_USAGE, Failure};
 use ingest::EnvOverrides;
-use ingest::pin::{GcsPrefix, HubTarget, PinError, PinRequest, PinSettings, WorkloadRule};
+use ingest::pin::{
+    GcsPrefix, HubTarget, ObjectFilter, PinError, PinRequest, PinSettings, WorkloadRule,
+};
+use ingest::source::hf::shard_index::{SHARD_INDEX_DIR, write_record};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -17,6 +21,10 @@ pub struct PinArgs {
     pub hf: Option<String>,
     /// `GLOB=NAME` rules.
     pub workloads: Vec<String>,
+    /// `--include` globs.
+    pub include: Vec<String>,
+    /// `--exclude` globs.
+    pub exclude: Vec<String>,
     /// The manifest to write.
     pub out: PathBuf,
     /// Replace existing outputs.
@@ -38,6 +46,15 @@ pub fn report_path(manifest: &Path) -> PathBuf {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| "manifest".into());
     manifest.with_file_name(format!("{stem}.pin.json"))
+}
+
+/// The shard index beside the manifest (`shard-index/`), which ingest reads for runs of
+/// that manifest.
+pub fn shard_index_dir(manifest: &Path) -> PathBuf {
+    manifest
+        .parent()
+        .unwrap_or(Path::new(""))
+        .join(SHARD_INDEX_DIR)
 }
 
 fn usage(message: String) -> Failure {
@@ -76,6 +93,7 @@ pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
             .map(|w| w.parse::<WorkloadRule>())
             .collect::<Result<_, _>>()
             .map_err(as_failure)?,
+        filter: ObjectFilter::parse(&args.include, &args.exclude).map_err(as_failure)?,
     };
     let report_file = report_path(&args.out);
     if !args.force {
@@ -104,8 +122,21 @@ pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
             error: anyhow::anyhow!("creating {}: {e}", dir.display()),
         })?;
     }
+    let index_dir = shard_index_dir(&args.out);
+    for record in &report.shard_indexes {
+        write_record(&index_dir, record).map_err(|e| Failure {
+            code: EXIT_FAILURE,
+            error: anyhow::anyhow!("writing the shard index in {}: {e}", index_dir.display()),
+        })?;
+    }
     frames::atomic_write(&args.out, report.manifest_csv().as_bytes())?;
     frames::atomic_write(&report_file, report.to_json().as_bytes())?;
+    for s in &report.skipped {
+        eprintln!("pin: skipped {} ({} bytes): {}", s.at, s.bytes, s.reason);
+    }
+    for same in &report.same_bytes {
+        eprintln!("warning: {same}");
+    }
     if !args.quiet {
         for line in report.archive_lines() {
             model::outln!("  {line}");
@@ -129,8 +160,14 @@ pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
         })
         .collect::<Vec<_>>()
         .join(", ");
+    let skipped = match report.skipped.len() {
+        0 => String::new(),
+        n => format!(
+            "; skipped {n} object(s) that are not archives or were left out (listed in the report)"
+        ),
+    };
     model::outln!(
-        "pinned {} archives ({per_workload}) from {}; wrote {} and {}",
+        "pinned {} archives ({per_workload}) from {}{skipped}; wrote {} and {}",
         report.archives.len(),
         sources.join(" and "),
         args.out.display(),

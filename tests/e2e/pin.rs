@@ -1,8 +1,12 @@
-//! `pipeline pin` refusals, through the binary against the real GCS emulator and the local
-//! Hub serving the small demo corpus: bytes that differ between GCS and the Hub, an unknown
-//! revision or dataset, a shard member that matches no workload, unreachable endpoints (a
-//! closed port, a listener that never answers) and an existing output. Each refusal is one
-//! clear message, exit code 1 (2 for usage), and no manifest is written.
+//! `pipeline pin` through the binary against the real GCS emulator and the local Hub serving
+//! the small demo corpus. A bucket as real buckets are (a README, `_SUCCESS`, a checksum
+//! file, a text file named like an archive, console folder objects, a key with `//`, an old
+//! folder left out by `--exclude`, two ids with the same bytes) pins its archives and lists
+//! every other object with its reason. Refusals: bytes that differ between GCS and the Hub,
+//! an unknown revision or dataset, a shard member that matches no workload (with the rule to
+//! add), unreachable endpoints (a closed port, a listener that never answers) and an existing
+//! output. Each refusal is one clear message, exit code 1 (2 for usage), and no manifest is
+//! written.
 
 mod common;
 
@@ -96,7 +100,9 @@ fn pin_with(args: &[&str], out: &Path, gcs: &str, hub: &str) -> Output {
 #[test]
 fn bytes_that_differ_between_gcs_and_the_hub_are_refused_with_both_hashes() {
     let f = Fixture::new();
-    let other = b"not the archive the shard holds\n".to_vec();
+    // Zstandard's magic, then other bytes: an archive by its first bytes, not the Hub's.
+    let mut other = vec![0x28, 0xb5, 0x2f, 0xfd];
+    other.extend_from_slice(b"not the archive the shard holds\n");
     f.sources
         .gcs
         .upload_bytes("agentrace-demo", "archives/tmax-001.tar.zst", other.clone())
@@ -121,7 +127,7 @@ fn bytes_that_differ_between_gcs_and_the_hub_are_refused_with_both_hashes() {
     assert!(err.contains(&demo_sha), "{err}");
     insta::assert_snapshot!(err, @r"
     error: 1 archive(s) refused, nothing pinned:
-      archive `tmax-001.tar.zst` differs between GCS and the Hub: gs://agentrace-demo/archives/tmax-001.tar.zst#<generation> has sha256 5d5bc617df5f6fe38d6c24b0850e0b31c8c39edb04c41a360735b47143e9e671 (32 bytes), hf://datasets/agentrace-demo/agent-workload-traces@ca6373eb25e72e36b58884f6635a0611ac944d56/raw/shard-00000.tar#tmax-001.tar.zst has sha256 41f467ae0d89506d7a693e8a752fe295a322b1d668bde6473bb41c35047dd777 (28550 bytes)
+      archive `tmax-001.tar.zst` differs between GCS and the Hub: gs://agentrace-demo/archives/tmax-001.tar.zst#<generation> has sha256 0c2341964d53ae5d76fe93a262c20b4f480808d4eb173fdd0d33fb77640b50c1 (36 bytes), hf://datasets/agentrace-demo/agent-workload-traces@ca6373eb25e72e36b58884f6635a0611ac944d56/raw/shard-00000.tar#tmax-001.tar.zst has sha256 41f467ae0d89506d7a693e8a752fe295a322b1d668bde6473bb41c35047dd777 (28550 bytes)
     ");
     assert!(!f.out().exists(), "no manifest after a refusal");
 }
@@ -171,7 +177,7 @@ fn a_shard_member_matching_no_workload_is_refused() {
     assert_eq!(out.status.code(), Some(1));
     insta::assert_snapshot!(f.stable(&out.stderr), @r"
     error: 1 archive(s) refused, nothing pinned:
-      archive `notes-2026.tar.gz` (hf://datasets/agentrace-demo/agent-workload-traces@0123456789abcdef0123456789abcdef01234567/extra/shard-00000.tar#notes-2026.tar.gz) matches no workload; give --workload GLOB=NAME
+      archive `notes-2026.tar.gz` (hf://datasets/agentrace-demo/agent-workload-traces@0123456789abcdef0123456789abcdef01234567/extra/shard-00000.tar#notes-2026.tar.gz) matches no workload rule; add one, e.g. --workload 'notes*=NAME' with NAME one of tmax, deepswe, or leave it out with --exclude 'notes-2026.tar.gz'
     ");
     assert!(!f.out().exists());
     let out = f.pin(&[
@@ -259,7 +265,7 @@ fn an_unreachable_endpoint_fails_clearly_within_the_retry_budget() {
     closed hf: error: <closed>: no answer from the Hub after 2 attempt(s): error sending request: client error (Connect): tcp connect error: Connection refused (os error 111); check the endpoint and the network
     closed gcs: error: <closed>: no answer from GCS after 2 attempt(s): error sending request: client error (Connect): tcp connect error: Connection refused (os error 111); check the endpoint and the network
     silent hf: error: <silent>: no answer from the Hub after 1 attempt(s): it accepted the connection but did not answer within the timeout (not retried); check the endpoint and the network
-    silent gcs: error: <silent>: no answer from GCS after 2 attempt(s): error sending request: operation timed out; check the endpoint and the network
+    silent gcs: error: <silent>: no answer from GCS after 1 attempt(s): it accepted the connection but did not answer within the timeout (not retried); check the endpoint and the network
     ");
 }
 
@@ -279,4 +285,109 @@ fn an_existing_manifest_is_kept_without_force() {
         String::from_utf8_lossy(&out.stderr).replace(&dir.path().display().to_string(), "<dir>");
     insta::assert_snapshot!(err.trim_end(), @"error: <dir>/manifest.csv exists; pass --force to replace it");
     assert_eq!(std::fs::read_to_string(&out_file).unwrap(), "kept\n");
+}
+
+/// The objects real buckets hold beside their archives are skipped and listed, never fatal:
+/// judged by their bytes (not their names), folder objects and a `//` key included; an
+/// `--exclude`d folder is left out, `--include` narrows; two ids with the same bytes are
+/// reported.
+#[test]
+fn a_bucket_as_it_is_pins_its_archives_and_lists_everything_else() {
+    let f = Fixture::new();
+    let corpus = f.dir.path().join("corpus");
+    let archive = std::fs::read(corpus.join("archives/tmax-000.tar.gz")).unwrap();
+    let bucket = "agentrace-demo";
+    for (object, bytes) in [
+        ("archives/README.md", b"# The study's archives\n".to_vec()),
+        ("archives/_SUCCESS", Vec::new()),
+        ("archives/SHA256SUMS", b"0000  tmax-000.tar.gz\n".to_vec()),
+        (
+            "archives/tmax-notes.txt",
+            b"notes, not an archive\n".to_vec(),
+        ),
+        ("archives/sub/", Vec::new()),
+        ("archives/", Vec::new()),
+        ("archives//tmax-000.tar.gz", archive.clone()),
+        ("archives/old/tmax-900.tar.gz", archive.clone()),
+        ("archives/copies/tmax-000-copy.tar.gz", archive.clone()),
+    ] {
+        f.sources.gcs.upload_bytes(bucket, object, bytes).unwrap();
+    }
+    let out = f.pin(&[
+        "--gcs",
+        "gs://agentrace-demo/archives",
+        "--exclude",
+        "old/*",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = f.stable(&out.stderr);
+    let skipped: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with("pin: skipped") || l.starts_with("warning:"))
+        .collect();
+    insta::assert_snapshot!(skipped.join("\n"), @r#"
+    pin: skipped gs://agentrace-demo/archives/#<generation> (0 bytes): a folder object (its name ends with `/`)
+    pin: skipped gs://agentrace-demo/archives//tmax-000.tar.gz#<generation> (39662 bytes): its name cannot be read through the GCS client (Path "archives//tmax-000.tar.gz" contained empty path segment); rename the object to pin it
+    pin: skipped gs://agentrace-demo/archives/README.md#<generation> (23 bytes): not an archive: its first bytes are 23 20 54 68, not gzip's (1f 8b) or zstd's (28 b5 2f fd)
+    pin: skipped gs://agentrace-demo/archives/SHA256SUMS#<generation> (22 bytes): not an archive: its first bytes are 30 30 30 30, not gzip's (1f 8b) or zstd's (28 b5 2f fd)
+    pin: skipped gs://agentrace-demo/archives/_SUCCESS#<generation> (0 bytes): not an archive: it is empty
+    pin: skipped gs://agentrace-demo/archives/old/tmax-900.tar.gz#<generation> (39662 bytes): excluded by --exclude old/*
+    pin: skipped gs://agentrace-demo/archives/sub/#<generation> (0 bytes): a folder object (its name ends with `/`)
+    pin: skipped gs://agentrace-demo/archives/tmax-notes.txt#<generation> (22 bytes): not an archive: its first bytes are 6e 6f 74 65, not gzip's (1f 8b) or zstd's (28 b5 2f fd)
+    warning: archives tmax-000, tmax-000-copy have the same bytes (sha256 1fb97420b2863b2cc43f67b503bdae2d3b01725afecd302e5786ec3073b3c878); each is pinned and audited as its own archive, so check that this is meant
+    "#);
+    let manifest = std::fs::read_to_string(f.out()).unwrap();
+    let ids: Vec<&str> = manifest
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    let demo = model::load_config(&corpus.join("pipeline.yaml")).unwrap();
+    let mut expected: Vec<String> = demo.archives.iter().map(|a| a.archive_id.clone()).collect();
+    expected.push("tmax-000-copy".into());
+    expected.sort();
+    assert_eq!(ids, expected);
+    let report: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(f.out().with_file_name("manifest.pin.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(report["skipped"].as_array().unwrap().len(), 8, "{report}");
+    assert_eq!(report["exclude"], serde_json::json!(["old/*"]));
+    assert_eq!(
+        report["same_bytes"][0]["archive_ids"],
+        serde_json::json!(["tmax-000", "tmax-000-copy"])
+    );
+
+    // --include narrows to the names it matches; the rest is listed as left out.
+    let out = f.pin(&[
+        "--gcs",
+        "gs://agentrace-demo/archives",
+        "--include",
+        "deepswe-*",
+        "--force",
+        "--quiet",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let manifest = std::fs::read_to_string(f.out()).unwrap();
+    assert!(
+        manifest
+            .lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(1) == Some("deepswe")),
+        "{manifest}"
+    );
+    let err = f.stable(&out.stderr);
+    assert!(
+        err.contains("archives/tmax-000.tar.gz#<generation> (")
+            && err.contains("matched by no --include"),
+        "{err}"
+    );
 }

@@ -1,16 +1,21 @@
-//! The GCS side of a pin: list the objects under a prefix through object_store, then read
-//! each object's live generation once, hashing it; the generation recorded is the one the
-//! server names (`x-goog-generation`) in the answer whose bytes were hashed, so a concurrent
-//! overwrite cannot pair one generation with another's bytes. A broken body continues from
-//! the byte reached, pinned to that generation.
+//! The GCS side of a pin: list the objects under a prefix (the JSON API's names, as stored),
+//! leave out folder objects, names the filter drops and names object_store cannot address,
+//! then read each object's live generation once, hashing it. An object is an archive when
+//! its first bytes say so (gzip or zstd); another is skipped after those bytes, with its
+//! reason. The generation recorded is the one the server names (`x-goog-generation`) in the
+//! answer whose bytes were hashed, so a concurrent overwrite cannot pair one generation with
+//! another's bytes. A broken body continues from the byte reached, pinned to that
+//! generation.
 
-use super::{GcsFound, GcsPin, GcsPrefix, PinError, PinSettings, Refusal, WorkloadRule};
+use super::gcs_list::ListedObject;
+use super::{GcsFound, GcsPin, GcsPrefix, ObjectFilter, PinError, PinSettings, SkippedObject};
 use crate::source::Backoff;
 use crate::source::gcs::{GcsClients, GcsCredentials, GcsSettings};
 use futures::{StreamExt, TryStreamExt};
+use model::compression::ArchiveCompression;
 use object_store::gcp::GoogleCloudStorage;
 use object_store::path::Path as ObjectPath;
-use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
+use object_store::{GetOptions, GetRange, ObjectStore};
 use sha2::{Digest, Sha256};
 use std::time::Duration;
 
@@ -95,13 +100,15 @@ fn without_url(text: &str) -> String {
     }
 }
 
-/// List and hash every object under `prefix`. Names that give no archive id or match no
-/// workload are refused before any object is read.
+/// List every object under `prefix` (through the JSON API: [`super::gcs_list`]) and read
+/// each one the filter keeps, hashing it; an object whose first bytes are not an
+/// archive's, a folder object, and a name the GCS client cannot address are skipped, each
+/// with its reason.
 pub(super) async fn pin_prefix(
     prefix: &GcsPrefix,
     settings: &PinSettings,
-    rules: &[WorkloadRule],
-) -> Result<(GcsPin, Vec<GcsFound>), PinError> {
+    filter: &ObjectFilter,
+) -> Result<(GcsPin, Vec<GcsFound>, Vec<SkippedObject>), PinError> {
     let where_ = prefix.to_string();
     let credentials = match &settings.gcs_endpoint {
         Some(_) => GcsCredentials::Anonymous,
@@ -137,38 +144,53 @@ pub(super) async fn pin_prefix(
             uri: where_.clone(),
             detail,
         })?;
-    let list_prefix = (!prefix.prefix.is_empty()).then(|| ObjectPath::from(prefix.prefix.as_str()));
-    let mut metas: Vec<ObjectMeta> = store
-        .list(list_prefix.as_ref())
-        .try_collect()
-        .await
-        .map_err(|e| gcs_error(&where_, e, settings, &clients, &prefix.bucket))?;
-    metas.retain(|m| !m.location.as_ref().ends_with('/'));
-    metas.sort_by(|a, b| a.location.cmp(&b.location));
-    let mut refusals = Vec::new();
-    for m in &metas {
-        let name = super::base_name(m.location.as_ref());
-        let at = format!("gs://{}/{}", prefix.bucket, m.location);
-        if super::archive_id_of(name).is_none() {
-            refusals.push(Refusal::BadName {
-                name: name.to_string(),
-                at,
-            });
-        } else if WorkloadRule::first_match(rules, name).is_none() {
-            refusals.push(Refusal::NoWorkload {
-                name: name.to_string(),
-                at,
-            });
+    let listed =
+        super::gcs_list::list_objects(&clients, &prefix.bucket, &prefix.prefix, settings).await?;
+    let mut skipped = Vec::new();
+    let mut to_read = Vec::new();
+    for object in listed {
+        let at = format!(
+            "gs://{}/{}#{}",
+            prefix.bucket, object.name, object.generation
+        );
+        let below = object
+            .name
+            .strip_prefix(&format!("{}/", prefix.prefix))
+            .filter(|_| !prefix.prefix.is_empty())
+            .unwrap_or(&object.name);
+        let skip = |reason: String| SkippedObject {
+            at: at.clone(),
+            bytes: object.size,
+            reason,
+        };
+        if object.name.ends_with('/') {
+            skipped.push(skip("a folder object (its name ends with `/`)".into()));
+            continue;
+        }
+        if let Some(reason) = filter.leaves_out(below) {
+            skipped.push(skip(reason));
+            continue;
+        }
+        match ObjectPath::parse(&object.name) {
+            Ok(path) => to_read.push((path, object)),
+            Err(e) => skipped.push(skip(format!(
+                "its name cannot be read through the GCS client ({e}); rename the object to pin it"
+            ))),
         }
     }
-    if !refusals.is_empty() {
-        return Err(PinError::Refused(refusals));
-    }
-    let found: Vec<GcsFound> = futures::stream::iter(metas.iter())
-        .map(|m| hash_object(&store, &clients, &prefix.bucket, m, settings))
+    let read: Vec<ObjectRead> = futures::stream::iter(to_read.iter())
+        .map(|(path, object)| hash_object(&store, &clients, &prefix.bucket, path, object, settings))
         .buffered(settings.parallel.max(1))
         .try_collect()
         .await?;
+    let mut found = Vec::new();
+    for r in read {
+        match r {
+            ObjectRead::Archive(g) => found.push(g),
+            ObjectRead::NotArchive(s) => skipped.push(s),
+        }
+    }
+    skipped.sort_by(|a, b| a.at.cmp(&b.at));
     Ok((
         GcsPin {
             endpoint: settings.gcs_endpoint.clone(),
@@ -178,7 +200,16 @@ pub(super) async fn pin_prefix(
             credentials: clients.describe(),
         },
         found,
+        skipped,
     ))
+}
+
+/// What reading an object found.
+enum ObjectRead {
+    /// Its bytes are an archive's, all of them hashed.
+    Archive(GcsFound),
+    /// Its first bytes are not an archive's; the rest was not read.
+    NotArchive(SkippedObject),
 }
 
 /// Read the object's live generation once, hashing it.
@@ -186,10 +217,12 @@ async fn hash_object(
     store: &GoogleCloudStorage,
     clients: &GcsClients,
     bucket: &str,
-    meta: &ObjectMeta,
+    path: &ObjectPath,
+    listed: &ListedObject,
     settings: &PinSettings,
-) -> Result<GcsFound, PinError> {
-    let object = meta.location.to_string();
+) -> Result<ObjectRead, PinError> {
+    let object = listed.name.clone();
+    let mut head: Vec<u8> = Vec::with_capacity(ArchiveCompression::MAGIC_LEN);
     let uri = format!("gs://{bucket}/{object}");
     let mut hasher = Sha256::new();
     let mut read = 0u64;
@@ -203,7 +236,7 @@ async fn hash_object(
             ..GetOptions::default()
         };
         let result = store
-            .get_opts(&meta.location, options)
+            .get_opts(path, options)
             .await
             .map_err(|e| gcs_error(&uri, e, settings, clients, bucket))?;
         let served = result.meta.version.clone().ok_or_else(|| PinError::Gcs {
@@ -228,6 +261,15 @@ async fn hash_object(
                 Ok(chunk) => {
                     hasher.update(&chunk);
                     read += chunk.len() as u64;
+                    if head.len() < ArchiveCompression::MAGIC_LEN {
+                        let take = (ArchiveCompression::MAGIC_LEN - head.len()).min(chunk.len());
+                        head.extend_from_slice(&chunk[..take]);
+                        if head.len() == ArchiveCompression::MAGIC_LEN
+                            && ArchiveCompression::detect(&head).is_none()
+                        {
+                            return Ok(not_archive(bucket, &object, &generation, size, &head));
+                        }
+                    }
                 }
                 Err(e) => {
                     broke = Some(e);
@@ -242,13 +284,22 @@ async fn hash_object(
                     uri: uri.clone(),
                     detail: format!("generation `{generation_text}` is not an integer"),
                 })?;
-                return Ok(GcsFound {
+                if ArchiveCompression::detect(&head).is_none() {
+                    return Ok(not_archive(
+                        bucket,
+                        &object,
+                        &Some(generation.to_string()),
+                        size,
+                        &head,
+                    ));
+                }
+                return Ok(ObjectRead::Archive(GcsFound {
                     bucket: bucket.to_string(),
                     object,
                     generation,
                     sha256: hex::encode(hasher.finalize()),
                     bytes: read,
-                });
+                }));
             }
             None => {
                 return Err(PinError::Gcs {
@@ -273,4 +324,33 @@ async fn hash_object(
             }
         }
     }
+}
+
+/// An object whose first bytes are not an archive's.
+fn not_archive(
+    bucket: &str,
+    object: &str,
+    generation: &Option<String>,
+    size: u64,
+    head: &[u8],
+) -> ObjectRead {
+    ObjectRead::NotArchive(SkippedObject {
+        at: format!(
+            "gs://{bucket}/{object}#{}",
+            generation.as_deref().unwrap_or("?")
+        ),
+        bytes: size,
+        reason: not_archive_reason(head),
+    })
+}
+
+/// Why bytes starting with `head` are not an archive.
+pub(super) fn not_archive_reason(head: &[u8]) -> String {
+    if head.is_empty() {
+        return "not an archive: it is empty".into();
+    }
+    format!(
+        "not an archive: its first bytes are {}, not gzip's (1f 8b) or zstd's (28 b5 2f fd)",
+        ArchiveCompression::describe(head)
+    )
 }

@@ -6,16 +6,23 @@
 //! checked) and streamed once from the content host, walking its tar headers and hashing
 //! every regular member on the way. A broken stream continues by `Range` from the byte
 //! reached (or restarts when the content host ignores `Range`); an expired content URL is
-//! resolved again.
+//! resolved again. A member whose first bytes are not an archive's, or that the filter
+//! leaves out, is skipped with its reason; every shard's member table (with its data
+//! offsets) is returned for the shard index ([`crate::source::hf::shard_index`]).
 
-use super::{HfFound, HubPin, HubTarget, PinError, PinSettings, ShardPin};
+use super::{
+    HfFound, HubPin, HubTarget, ObjectFilter, PinError, PinSettings, ShardPin, SkippedObject,
+};
 use crate::error::FetchError;
+use crate::source::hf::ShardIndexRecord;
 use crate::source::hf::{
     HfSettings, HfSource, HubRefusal, Resolved, content_range, content_status_error, quote_segment,
 };
+use crate::source::tar_index::MemberEntry;
 use crate::source::tar_index::{TarEvent, TarWalker, WalkStatus};
 use crate::source::{Backoff, FetchInfo};
 use futures::{StreamExt, TryStreamExt};
+use model::compression::ArchiveCompression;
 use model::manifest::HfLocation;
 use reqwest::{Method, StatusCode, Url};
 use sha2::{Digest, Sha256};
@@ -135,11 +142,25 @@ async fn read_json(resp: reqwest::Response, uri: &str) -> Result<serde_json::Val
     })
 }
 
-/// Resolve the revision, list the shards and hash every member of every shard.
+/// What the Hub side of a pin found.
+pub(super) struct HubSide {
+    /// The dataset, commit and shards.
+    pub pin: HubPin,
+    /// The archives among the members.
+    pub found: Vec<HfFound>,
+    /// The members left out, with their reasons.
+    pub skipped: Vec<SkippedObject>,
+    /// Every shard's member table.
+    pub indexes: Vec<ShardIndexRecord>,
+}
+
+/// Resolve the revision, list the shards and hash every member of every shard; keep the
+/// members that are archives and that the filter keeps.
 pub(super) async fn pin_dataset(
     target: &HubTarget,
     settings: &PinSettings,
-) -> Result<(HubPin, Vec<HfFound>), PinError> {
+    filter: &ObjectFilter,
+) -> Result<HubSide, PinError> {
     if settings.hf_hub_offline {
         return Err(PinError::Usage(format!(
             "--hf {target}: HF_HUB_OFFLINE is set, and pinning must ask the Hub; unset HF_HUB_OFFLINE to pin"
@@ -154,6 +175,7 @@ pub(super) async fn pin_dataset(
             initial_backoff: settings.initial_backoff,
             rate_limit_patience: settings.rate_limit_patience,
             progress: settings.progress.clone(),
+            shard_index: Default::default(),
         },
         settings.timeout,
         settings.timeout,
@@ -235,19 +257,60 @@ pub(super) async fn pin_dataset(
     }
 
     // 3. Every member of every shard.
-    let walked: Vec<(ShardPin, Vec<HfFound>)> = futures::stream::iter(shards.iter())
+    let walked: Vec<WalkedShard> = futures::stream::iter(shards.iter())
         .map(|(path, size)| walk_shard(&source, &target.repo, &commit, path, *size, settings))
         .buffered(settings.parallel.max(1))
         .try_collect()
         .await?;
     let mut pins = Vec::with_capacity(walked.len());
     let mut found = Vec::new();
-    for (pin, members) in walked {
-        pins.push(pin);
-        found.extend(members);
+    let mut skipped = Vec::new();
+    let mut indexes = Vec::new();
+    for shard in walked {
+        let entries: Vec<MemberEntry> = shard
+            .members
+            .iter()
+            .map(|m| MemberEntry {
+                name: m.found.member.clone(),
+                data_offset: m.data_offset,
+                size: m.found.bytes,
+            })
+            .collect();
+        indexes.push(ShardIndexRecord::of(
+            &target.repo,
+            &commit,
+            &shard.pin.path,
+            shard.pin.bytes,
+            shard.etag.as_deref(),
+            true,
+            shard.pin.bytes,
+            &entries,
+        ));
+        for m in shard.members {
+            let at = format!(
+                "hf://datasets/{}@{commit}/{}#{}",
+                target.repo, m.found.shard, m.found.member
+            );
+            let reason = match filter.leaves_out(&m.found.member) {
+                Some(r) => Some(r),
+                None if ArchiveCompression::detect(&m.head).is_none() => {
+                    Some(super::gcs::not_archive_reason(&m.head))
+                }
+                None => None,
+            };
+            match reason {
+                Some(reason) => skipped.push(SkippedObject {
+                    at,
+                    bytes: m.found.bytes,
+                    reason,
+                }),
+                None => found.push(m.found),
+            }
+        }
+        pins.push(shard.pin);
     }
-    Ok((
-        HubPin {
+    Ok(HubSide {
+        pin: HubPin {
             endpoint: settings.hf_endpoint.clone(),
             repo: target.repo.clone(),
             revision: target.revision.clone(),
@@ -256,14 +319,36 @@ pub(super) async fn pin_dataset(
             shards: pins,
         },
         found,
-    ))
+        skipped,
+        indexes,
+    })
+}
+
+/// One member as a shard walk found it.
+struct WalkedMember {
+    /// Where it is and its hash.
+    found: HfFound,
+    /// Offset of its first data byte in the shard.
+    data_offset: u64,
+    /// Its first bytes (up to the longest archive magic).
+    head: Vec<u8>,
+}
+
+/// One shard as walked.
+struct WalkedShard {
+    pin: ShardPin,
+    /// The Hub's `X-Linked-Etag` of the shard.
+    etag: Option<String>,
+    members: Vec<WalkedMember>,
 }
 
 /// The member being hashed.
 struct Current {
     name: String,
+    data_offset: u64,
     hasher: Sha256,
     bytes: u64,
+    head: Vec<u8>,
 }
 
 /// Stream one shard once, hashing every regular member.
@@ -274,7 +359,7 @@ async fn walk_shard(
     path: &str,
     listed_size: u64,
     settings: &PinSettings,
-) -> Result<(ShardPin, Vec<HfFound>), PinError> {
+) -> Result<WalkedShard, PinError> {
     let uri = format!("hf://datasets/{repo}@{commit}/{path}");
     let loc = HfLocation {
         repo: repo.to_string(),
@@ -300,6 +385,7 @@ async fn walk_shard(
         )));
     }
     let size = shard.size;
+    let etag = shard.etag.clone();
     let mut r = Resolved {
         uri: &uri,
         loc: &loc,
@@ -307,7 +393,7 @@ async fn walk_shard(
         re_resolves: 0,
     };
     let mut walker = TarWalker::new();
-    let mut members: Vec<HfFound> = Vec::new();
+    let mut members: Vec<WalkedMember> = Vec::new();
     let mut current: Option<Current> = None;
     let mut resumes = 0u32;
     let mut backoff = Backoff::new(settings.initial_backoff);
@@ -351,26 +437,38 @@ async fn walk_shard(
             };
             let fed = walker.feed::<std::convert::Infallible>(&chunk, &mut |ev| {
                 match ev {
-                    TarEvent::MemberStart { name, .. } => {
+                    TarEvent::MemberStart {
+                        name, data_offset, ..
+                    } => {
                         current = Some(Current {
                             name: name.to_string(),
+                            data_offset,
                             hasher: Sha256::new(),
                             bytes: 0,
+                            head: Vec::with_capacity(ArchiveCompression::MAGIC_LEN),
                         });
                     }
                     TarEvent::Data(d) => {
                         if let Some(c) = current.as_mut() {
                             c.hasher.update(d);
                             c.bytes += d.len() as u64;
+                            let take = ArchiveCompression::MAGIC_LEN
+                                .saturating_sub(c.head.len())
+                                .min(d.len());
+                            c.head.extend_from_slice(&d[..take]);
                         }
                     }
                     TarEvent::MemberEnd => {
                         if let Some(c) = current.take() {
-                            members.push(HfFound {
-                                shard: path.to_string(),
-                                member: c.name,
-                                sha256: hex::encode(c.hasher.finalize()),
-                                bytes: c.bytes,
+                            members.push(WalkedMember {
+                                found: HfFound {
+                                    shard: path.to_string(),
+                                    member: c.name,
+                                    sha256: hex::encode(c.hasher.finalize()),
+                                    bytes: c.bytes,
+                                },
+                                data_offset: c.data_offset,
+                                head: c.head,
                             });
                         }
                     }
@@ -410,14 +508,15 @@ async fn walk_shard(
             }
         }
     }
-    Ok((
-        ShardPin {
+    Ok(WalkedShard {
+        pin: ShardPin {
             path: path.to_string(),
             bytes: size,
             members: members.len(),
         },
+        etag,
         members,
-    ))
+    })
 }
 
 #[cfg(test)]

@@ -4,16 +4,24 @@
 //! count, match each to a workload, and check that an archive found in both places has the
 //! same bytes in both.
 //!
-//! An archive is known by its file name: the base name of a GCS object, the base name of a
-//! shard member. Its `archive_id` is that name without its archive suffix
+//! An object (or shard member) is an archive when its first bytes are gzip's or zstd's
+//! ([`model::compression::ArchiveCompression`]); every other one (a README, a checksum
+//! file, `_SUCCESS`), a console folder object, a name the GCS client cannot address and a
+//! name the [`ObjectFilter`] leaves out is skipped and listed with its reason
+//! ([`SkippedObject`]), never silently and never fatally. An archive's `archive_id` is its
+//! file name (the base name of a GCS object, of a shard member) without its archive suffix
 //! ([`ARCHIVE_SUFFIXES`]). Workloads are matched by [`WorkloadRule`]s (`GLOB=NAME`, globs on
 //! the file name, first match wins); without any, each workload's name followed by anything
-//! (`tmax*=tmax`, `deepswe*=deepswe`).
+//! (`tmax*=tmax`, `deepswe*=deepswe`). An archive no rule matches is refused with the rule
+//! that would take it; archives with the same bytes under two ids are reported
+//! ([`SameBytes`]).
 //!
-//! Nothing is written here: [`pin`] returns a [`PinReport`] (rows of the manifest and the
-//! pinning report), or a [`PinError`] naming every refused archive.
+//! Nothing is written here: [`pin`] returns a [`PinReport`] (rows of the manifest, the
+//! pinning report and the shards' member tables), or a [`PinError`] naming every refused
+//! archive.
 
 mod gcs;
+mod gcs_list;
 mod hub;
 
 use crate::error::FetchError;
@@ -209,6 +217,80 @@ pub fn base_name(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// `--include GLOB` / `--exclude GLOB`: which objects a pin reads, by their name below the
+/// pinned place (a GCS object's name below the prefix, a shard member's name in its shard;
+/// `*` matches `/` too). An exclude wins over an include; with no include, everything not
+/// excluded is read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ObjectFilter {
+    /// Names to read; empty for all.
+    pub include: Vec<glob::Pattern>,
+    /// Names to leave out.
+    pub exclude: Vec<glob::Pattern>,
+}
+
+impl ObjectFilter {
+    /// Parse the globs of `--include` and `--exclude`.
+    pub fn parse(include: &[String], exclude: &[String]) -> Result<ObjectFilter, PinError> {
+        let parse = |flag: &str, globs: &[String]| {
+            globs
+                .iter()
+                .map(|g| {
+                    glob::Pattern::new(g)
+                        .map_err(|e| PinError::Usage(format!("--{flag} `{g}`: bad glob: {e}")))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(ObjectFilter {
+            include: parse("include", include)?,
+            exclude: parse("exclude", exclude)?,
+        })
+    }
+
+    /// Why the object named `name` (below the pinned place) is left out, if it is.
+    pub fn leaves_out(&self, name: &str) -> Option<String> {
+        if let Some(p) = self.exclude.iter().find(|p| p.matches(name)) {
+            return Some(format!("excluded by --exclude {}", p.as_str()));
+        }
+        if !self.include.is_empty() && !self.include.iter().any(|p| p.matches(name)) {
+            return Some("matched by no --include".into());
+        }
+        None
+    }
+}
+
+/// An object (or shard member) a pin did not take, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkippedObject {
+    /// `gs://bucket/object#generation`, or `hf://datasets/repo@commit/shard#member`.
+    pub at: String,
+    /// Its size.
+    pub bytes: u64,
+    /// Why: not an archive (with what its first bytes are), a folder object, a name the
+    /// GCS client cannot address, or the filter rule that left it out.
+    pub reason: String,
+}
+
+/// Two or more archive ids whose bytes are the same (the audit reads each of them).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SameBytes {
+    /// The shared SHA256.
+    pub sha256: String,
+    /// The archive ids, sorted.
+    pub archive_ids: Vec<String>,
+}
+
+impl fmt::Display for SameBytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "archives {} have the same bytes (sha256 {}); each is pinned and audited as its own archive, so check that this is meant",
+            self.archive_ids.join(", "),
+            self.sha256
+        )
+    }
+}
+
 /// What to pin.
 #[derive(Debug, Clone)]
 pub struct PinRequest {
@@ -218,6 +300,8 @@ pub struct PinRequest {
     pub hf: Option<HubTarget>,
     /// Workload rules; empty means [`WorkloadRule::defaults`].
     pub rules: Vec<WorkloadRule>,
+    /// Which objects are read.
+    pub filter: ObjectFilter,
 }
 
 /// How to reach the sources, and the retry budget.
@@ -403,8 +487,20 @@ pub struct PinReport {
     pub hf: Option<HubPin>,
     /// The workload rules applied, in order.
     pub rules: Vec<String>,
+    /// The `--include` globs.
+    pub include: Vec<String>,
+    /// The `--exclude` globs.
+    pub exclude: Vec<String>,
     /// Archives by archive id.
     pub archives: Vec<PinnedArchive>,
+    /// Objects and members not taken, by place.
+    pub skipped: Vec<SkippedObject>,
+    /// Archive ids sharing their bytes.
+    pub same_bytes: Vec<SameBytes>,
+    /// The member table of every shard read, for the run directory's shard index (not in
+    /// the report: it is written beside the manifest, one file per shard).
+    #[serde(skip)]
+    pub shard_indexes: Vec<crate::source::hf::ShardIndexRecord>,
 }
 
 impl PinReport {
@@ -510,7 +606,9 @@ impl fmt::Display for Refusal {
         match self {
             Refusal::NoWorkload { name, at } => write!(
                 f,
-                "archive `{name}` ({at}) matches no workload; give --workload GLOB=NAME"
+                "archive `{name}` ({at}) matches no workload rule; add one, e.g. --workload '{}=NAME' with NAME one of {}, or leave it out with --exclude '{name}'",
+                suggested_glob(name),
+                workload_names()
             ),
             Refusal::BytesDiffer {
                 name,
@@ -536,6 +634,20 @@ impl fmt::Display for Refusal {
                 second,
             } => write!(f, "archive `{name}` is found twice: {first} and {second}"),
         }
+    }
+}
+
+/// The glob of a rule that would take `file_name` and its siblings: the name's leading
+/// letters (up to the first character that is not one) followed by `*`, or the whole name.
+pub fn suggested_glob(file_name: &str) -> String {
+    let stem: String = file_name
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect();
+    if stem.is_empty() {
+        file_name.to_string()
+    } else {
+        format!("{stem}*")
     }
 }
 
@@ -635,17 +747,33 @@ pub async fn pin_async(
     };
     let gcs_side = async {
         match &request.gcs {
-            Some(p) => gcs::pin_prefix(p, settings, &rules).await.map(Some),
+            Some(p) => gcs::pin_prefix(p, settings, &request.filter)
+                .await
+                .map(Some),
             None => Ok(None),
         }
     };
     let hf_side = async {
         match &request.hf {
-            Some(t) => hub::pin_dataset(t, settings).await.map(Some),
+            Some(t) => hub::pin_dataset(t, settings, &request.filter)
+                .await
+                .map(Some),
             None => Ok(None),
         }
     };
     let (gcs_found, hf_found) = futures::try_join!(gcs_side, hf_side)?;
+    let mut skipped = Vec::new();
+    let gcs_found = gcs_found.map(|(pin, found, s)| {
+        skipped.extend(s);
+        (pin, found)
+    });
+    let mut shard_indexes = Vec::new();
+    let hf_found = hf_found.map(|side| {
+        skipped.extend(side.skipped);
+        shard_indexes = side.indexes;
+        (side.pin, side.found)
+    });
+    skipped.sort_by(|a, b| a.at.cmp(&b.at));
     let mut refusals = Vec::new();
     // File name -> (GCS side, Hub side).
     let mut by_name: BTreeMap<String, (Option<GcsFound>, Option<HfFound>)> = BTreeMap::new();
@@ -747,13 +875,52 @@ pub async fn pin_async(
         if let Some(t) = &request.hf {
             places.push(t.to_string());
         }
-        return Err(PinError::Empty(places.join(" and ")));
+        let mut text = places.join(" and ");
+        if let Some(first) = skipped.first() {
+            text.push_str(&format!(
+                " ({} object(s) skipped, the first {}: {})",
+                skipped.len(),
+                first.at,
+                first.reason
+            ));
+        }
+        return Err(PinError::Empty(text));
     }
+    let mut by_bytes: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for a in archives.values() {
+        by_bytes
+            .entry(a.sha256.as_str())
+            .or_default()
+            .push(a.archive_id.clone());
+    }
+    let same_bytes = by_bytes
+        .into_iter()
+        .filter(|(_, ids)| ids.len() > 1)
+        .map(|(sha256, archive_ids)| SameBytes {
+            sha256: sha256.to_string(),
+            archive_ids,
+        })
+        .collect();
     Ok(PinReport {
         gcs: gcs_found.map(|(pin, _)| pin),
         hf: hf_found.map(|(pin, _)| pin),
         rules: rules.iter().map(|r| r.to_string()).collect(),
+        include: request
+            .filter
+            .include
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect(),
+        exclude: request
+            .filter
+            .exclude
+            .iter()
+            .map(|p| p.as_str().to_string())
+            .collect(),
         archives: archives.into_values().collect(),
+        skipped,
+        same_bytes,
+        shard_indexes,
     })
 }
 

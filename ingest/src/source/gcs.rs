@@ -113,6 +113,26 @@ impl GcsClients {
         )
     }
 
+    /// The refusal an answer of GCS is (its status and body), like [`GcsClients::refusal`]
+    /// for a request made outside object_store (the JSON listing of `pipeline pin`).
+    pub fn answer_refusal(&self, status: u16, body: &str, bucket: &str) -> Option<GcsRefusal> {
+        let anonymous = self.settings.endpoint.is_some()
+            || self.settings.credentials == GcsCredentials::Anonymous;
+        GcsRefusal::classify_answer(
+            status,
+            body,
+            bucket,
+            &self.credentials_label(),
+            anonymous,
+            self.settings.user_project.as_deref(),
+        )
+    }
+
+    /// The token source of the real service's requests; `None` for unsigned requests.
+    pub(crate) fn provider(&self) -> Option<&Arc<super::gcs_auth::GoogleAuthProvider>> {
+        self.provider.as_ref()
+    }
+
     /// Prepare; no request is made. `connect_timeout` bounds connecting to the endpoint,
     /// `read_timeout` each wait for the next bytes of an answer.
     pub fn new(

@@ -601,7 +601,30 @@ impl GcsRefusal {
             object_store::Error::NotFound { .. } => 404,
             _ => status_in(&text)?,
         };
-        let body = ErrorBody::parse(&text);
+        GcsRefusal::classify_answer(status, &text, bucket, credentials, anonymous, user_project)
+    }
+
+    /// The refusal an answer of GCS is (its status and body, XML or JSON), if it is one;
+    /// `None` for every other status.
+    pub fn classify_answer(
+        status: u16,
+        body_text: &str,
+        bucket: &str,
+        credentials: &str,
+        anonymous: bool,
+        user_project: Option<&str>,
+    ) -> Option<GcsRefusal> {
+        let refusal = |kind, status, code, message| GcsRefusal {
+            kind,
+            status,
+            code,
+            message,
+            bucket: bucket.to_string(),
+            credentials: credentials.to_string(),
+            anonymous,
+            user_project: user_project.map(str::to_string),
+        };
+        let body = ErrorBody::parse(body_text);
         let code = body.code.clone();
         let message = body.message();
         let about_user_project = code

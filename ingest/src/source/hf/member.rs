@@ -1,8 +1,10 @@
-//! Locating the member in its raw shard: tar headers read by range, one at a time, into an
-//! index cached per (repo, commit, shard), until the member is found.
+//! Locating the member in its raw shard: the shard's member table from memory or from disk
+//! ([`super::shard_index`]), else tar headers read by range, one at a time, into that table
+//! (kept per (repo, commit, shard, size) in memory and on disk), until the member is found.
 
 use super::resolve::Resolved;
-use super::{HfSource, Probe};
+use super::shard_index::ShardIndexRecord;
+use super::{HfSource, Probe, ShardIndex};
 use crate::error::FetchError;
 use crate::source::FetchInfo;
 use crate::source::tar_index::{HeaderStep, MemberEntry, PendingMeta, padded};
@@ -16,11 +18,33 @@ impl HfSource {
         info: &mut FetchInfo,
     ) -> Result<Result<MemberEntry, reqwest::Response>, FetchError> {
         let (uri, loc) = (r.uri, r.loc);
-        let key = (loc.repo.clone(), r.shard.commit.clone(), loc.shard.clone());
-        let mut index = {
-            let cache = self.index.lock().expect("index lock");
-            cache.get(&key).cloned().unwrap_or_default()
+        let key = (
+            loc.repo.clone(),
+            r.shard.commit.clone(),
+            loc.shard.clone(),
+            r.shard.size,
+        );
+        let cached = self.index.lock().expect("index lock").get(&key).cloned();
+        let mut index = match cached {
+            Some(i) => i,
+            None => self
+                .settings
+                .shard_index
+                .load(
+                    &loc.repo,
+                    &r.shard.commit,
+                    &loc.shard,
+                    r.shard.size,
+                    r.shard.etag.as_deref(),
+                )
+                .map(|rec| ShardIndex {
+                    entries: rec.entries(),
+                    next_header: rec.next_header,
+                    complete: rec.complete,
+                })
+                .unwrap_or_default(),
         };
+        let known_before = (index.complete, index.next_header);
         let not_found = || FetchError::NotFound {
             uri: uri.to_string(),
             detail: format!("raw shard `{}` has no member `{}`", loc.shard, loc.member),
@@ -118,6 +142,18 @@ impl HfSource {
                 }
             }
         };
+        if (index.complete, index.next_header) != known_before {
+            self.settings.shard_index.save(&ShardIndexRecord::of(
+                &loc.repo,
+                &r.shard.commit,
+                &loc.shard,
+                r.shard.size,
+                r.shard.etag.as_deref(),
+                index.complete,
+                index.next_header,
+                &index.entries,
+            ));
+        }
         {
             let mut cache = self.index.lock().expect("index lock");
             let slot = cache.entry(key).or_default();

@@ -9,9 +9,11 @@
 //!    it carries `X-Repo-Commit` (must equal the pinned revision), `X-Linked-Etag` and
 //!    `X-Linked-Size`, and its `Location` names the content host. A refusal is read as the
 //!    Hub's client reads it ([`HubRefusal`]).
-//! 2. The content host is asked for the shard's tar headers by byte range, one header at a
-//!    time, until the member is found (`member_range`); the index is cached per
-//!    (repo, commit, shard). Then only the member's bytes are read. If the content host
+//! 2. The shard's member table is taken from memory or from disk ([`shard_index`]: built
+//!    by `pipeline pin` or by an earlier fetch, checked before use); else the content host
+//!    is asked for the shard's tar headers by byte range, one header at a time, until the
+//!    member is found (`member_range`), and the table is kept per (repo, commit, shard,
+//!    size) in memory and on disk. Then only the member's bytes are read. If the content host
 //!    ignores `Range`, the shard is streamed from byte 0 until the member is complete
 //!    (`shard_scan`).
 //! 3. Content URLs are signed and expire: a 401 or 403 from the content host makes the
@@ -35,11 +37,13 @@ mod content;
 mod member;
 mod refusal;
 mod resolve;
+pub mod shard_index;
 
 pub(crate) use content::{content_range, content_status_error};
 pub use refusal::{HubAsked, HubRefusal, HubRefusalKind};
 pub(crate) use resolve::Resolved;
 pub use resolve::{ResolvedShard, interpret_resolve_headers};
+pub use shard_index::{ShardIndexDirs, ShardIndexRecord};
 
 use super::retry::{RateGate, RetryPolicy};
 use super::tar_index::MemberEntry;
@@ -101,6 +105,8 @@ pub struct HfSettings {
     pub rate_limit_patience: Duration,
     /// Where rate-limit waits are announced.
     pub progress: Arc<dyn ProgressSink>,
+    /// Where shards' member tables are read and stored.
+    pub shard_index: ShardIndexDirs,
 }
 
 impl std::fmt::Debug for HfSettings {
@@ -112,6 +118,7 @@ impl std::fmt::Debug for HfSettings {
             .field("request_timeout", &self.request_timeout)
             .field("initial_backoff", &self.initial_backoff)
             .field("rate_limit_patience", &self.rate_limit_patience)
+            .field("shard_index", &self.shard_index)
             .finish_non_exhaustive()
     }
 }
@@ -128,10 +135,12 @@ impl Default for HfSettings {
             initial_backoff: Duration::from_millis(200),
             rate_limit_patience: Duration::from_secs(ingest.rate_limit_patience_s),
             progress: Arc::new(NoProgress),
+            shard_index: ShardIndexDirs::default(),
         }
     }
 }
 
+/// A shard's member table as far as it is known.
 #[derive(Debug, Clone, Default)]
 struct ShardIndex {
     entries: Vec<MemberEntry>,
@@ -139,7 +148,8 @@ struct ShardIndex {
     complete: bool,
 }
 
-type ShardKey = (String, String, String);
+/// (repo, commit, shard path, size).
+type ShardKey = (String, String, String, u64);
 
 /// Reads archives out of Hub raw shards.
 #[derive(Debug)]
