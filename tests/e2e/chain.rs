@@ -17,18 +17,7 @@ fn demo(dir: &Path) -> PathBuf {
 }
 
 fn run(cfg: &Path) -> pipeline::run::RunSummary {
-    run_loaded(&model::load_config(cfg).unwrap())
-}
-
-fn run_loaded(cfg: &model::LoadedConfig) -> pipeline::run::RunSummary {
-    pipeline::run::run_all(
-        cfg,
-        &pipeline::run::RunOptions {
-            quiet: true,
-            ..Default::default()
-        },
-    )
-    .unwrap()
+    common::run_quiet(&model::load_config(cfg).unwrap())
 }
 
 #[test]
@@ -110,7 +99,7 @@ fn a_run_keeps_the_config_it_ran_even_when_the_file_at_its_path_differs() {
     let ran = std::fs::read_to_string(&cfg_path).unwrap();
     let other = format!("# another study's config, not the one that runs\n{ran}");
     std::fs::write(&cfg_path, &other).unwrap();
-    run_loaded(&model::config::load_config_str(&cfg_path, &ran).unwrap());
+    common::run_quiet(&model::config::load_config_str(&cfg_path, &ran).unwrap());
     let run_dir = d.path().join("run");
     assert_eq!(
         std::fs::read_to_string(run_dir.join("pipeline.yaml")).unwrap(),

@@ -79,6 +79,15 @@ fn pipeline() -> &'static Path {
     BIN.get_or_init(|| common::bin("pipeline"))
 }
 
+/// The command succeeded; else its stderr is the failure.
+fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn pin_with(args: &[&str], out: &Path, gcs: &str, hub: &str) -> Output {
     Command::new(pipeline())
         .arg("pin")
@@ -188,11 +197,7 @@ fn a_shard_member_matching_no_workload_is_refused() {
         "--workload",
         "tmax-*=tmax",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let manifest = std::fs::read_to_string(f.out()).unwrap();
     assert!(manifest.contains(",notes-2026.tar.gz,"), "{manifest}");
     assert!(manifest.contains(&format!(",{commit},")), "{manifest}");
@@ -319,11 +324,7 @@ fn a_bucket_as_it_is_pins_its_archives_and_lists_everything_else() {
         "--exclude",
         "old/*",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let err = f.stable(&out.stderr);
     let skipped: Vec<&str> = err
         .lines()
@@ -371,11 +372,7 @@ fn a_bucket_as_it_is_pins_its_archives_and_lists_everything_else() {
         "--force",
         "--quiet",
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert_success(&out);
     let manifest = std::fs::read_to_string(f.out()).unwrap();
     assert!(
         manifest

@@ -267,7 +267,8 @@ async fn hash_object(
                         if head.len() == ArchiveCompression::MAGIC_LEN
                             && ArchiveCompression::detect(&head).is_none()
                         {
-                            return Ok(not_archive(bucket, &object, &generation, size, &head));
+                            let served = generation.as_deref().unwrap_or_default();
+                            return Ok(not_archive(bucket, &object, served, size, &head));
                         }
                     }
                 }
@@ -285,13 +286,7 @@ async fn hash_object(
                     detail: format!("generation `{generation_text}` is not an integer"),
                 })?;
                 if ArchiveCompression::detect(&head).is_none() {
-                    return Ok(not_archive(
-                        bucket,
-                        &object,
-                        &Some(generation.to_string()),
-                        size,
-                        &head,
-                    ));
+                    return Ok(not_archive(bucket, &object, &generation_text, size, &head));
                 }
                 return Ok(ObjectRead::Archive(GcsFound {
                     bucket: bucket.to_string(),
@@ -327,30 +322,10 @@ async fn hash_object(
 }
 
 /// An object whose first bytes are not an archive's.
-fn not_archive(
-    bucket: &str,
-    object: &str,
-    generation: &Option<String>,
-    size: u64,
-    head: &[u8],
-) -> ObjectRead {
+fn not_archive(bucket: &str, object: &str, generation: &str, size: u64, head: &[u8]) -> ObjectRead {
     ObjectRead::NotArchive(SkippedObject {
-        at: format!(
-            "gs://{bucket}/{object}#{}",
-            generation.as_deref().unwrap_or("?")
-        ),
+        at: format!("gs://{bucket}/{object}#{generation}"),
         bytes: size,
-        reason: not_archive_reason(head),
+        reason: super::not_archive_reason(head),
     })
-}
-
-/// Why bytes starting with `head` are not an archive.
-pub(super) fn not_archive_reason(head: &[u8]) -> String {
-    if head.is_empty() {
-        return "not an archive: it is empty".into();
-    }
-    format!(
-        "not an archive: its first bytes are {}, not gzip's (1f 8b) or zstd's (28 b5 2f fd)",
-        ArchiveCompression::describe(head)
-    )
 }

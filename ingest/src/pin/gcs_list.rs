@@ -6,7 +6,6 @@
 //! trailing `/`) or refuses whole (an empty segment is not a path to it).
 
 use super::{PinError, PinSettings};
-use crate::error::FetchError;
 use crate::source::FetchInfo;
 use crate::source::gcs::GcsClients;
 use crate::source::retry::{RateGate, RetryPolicy, send_with_retries};
@@ -31,11 +30,6 @@ const QUERY_VALUE: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUM
     .remove(b'-')
     .remove(b'~');
 
-/// The JSON API's base: the emulator's or the configured service URL, else the real one.
-fn json_api_base(clients: &GcsClients) -> String {
-    clients.endpoint_label().trim_end_matches('/').to_string()
-}
-
 /// List every object whose name starts with `prefix/` (every object of the bucket for an
 /// empty prefix), sorted by name.
 pub(super) async fn list_objects(
@@ -54,10 +48,7 @@ pub(super) async fn list_objects(
             uri: where_.clone(),
             detail: format!("HTTP client: {e}"),
         })?;
-    let gate = RateGate::new(
-        settings.rate_limit_patience,
-        std::sync::Arc::new(crate::progress::NoProgress),
-    );
+    let gate = RateGate::new(settings.rate_limit_patience, settings.progress.clone());
     let policy = RetryPolicy {
         retries: settings.retries,
         initial_backoff: settings.initial_backoff,
@@ -68,7 +59,8 @@ pub(super) async fn list_objects(
     } else {
         format!("{prefix}/")
     };
-    let base = json_api_base(clients);
+    // The JSON API's base: the emulator's or the configured service URL, else the real one.
+    let base = clients.endpoint_label().trim_end_matches('/').to_string();
     let mut objects = Vec::new();
     let mut page_token: Option<String> = None;
     loop {
@@ -110,7 +102,12 @@ pub(super) async fn list_objects(
             rb
         })
         .await
-        .map_err(|e| unreachable(e, &base, &where_))?;
+        .map_err(|e| {
+            PinError::unreachable(e, &base, "GCS").unwrap_or_else(|other| PinError::Gcs {
+                uri: where_.clone(),
+                detail: other.to_string(),
+            })
+        })?;
         let status = resp.status();
         let body = resp.text().await.map_err(|e| PinError::Gcs {
             uri: where_.clone(),
@@ -201,37 +198,6 @@ fn answer_error(
     PinError::Gcs {
         uri: where_.to_string(),
         detail,
-    }
-}
-
-/// A transport failure of the listing, after its retries.
-fn unreachable(e: FetchError, base: &str, where_: &str) -> PinError {
-    match e {
-        FetchError::Transport {
-            attempts, detail, ..
-        }
-        | FetchError::Unreachable {
-            attempts: Some(attempts),
-            detail,
-            ..
-        } => PinError::Unreachable {
-            endpoint: base.to_string(),
-            service: "GCS",
-            attempts,
-            detail,
-        },
-        FetchError::TimedOut { attempts, .. } => PinError::Unreachable {
-            endpoint: base.to_string(),
-            service: "GCS",
-            attempts,
-            detail:
-                "it accepted the connection but did not answer within the timeout (not retried)"
-                    .into(),
-        },
-        other => PinError::Gcs {
-            uri: where_.to_string(),
-            detail: other.to_string(),
-        },
     }
 }
 

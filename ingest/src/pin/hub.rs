@@ -14,7 +14,7 @@ use super::{
     HfFound, HubPin, HubTarget, ObjectFilter, PinError, PinSettings, ShardPin, SkippedObject,
 };
 use crate::error::FetchError;
-use crate::source::hf::ShardIndexRecord;
+use crate::source::hf::shard_index::{ShardAt, ShardIndexRecord};
 use crate::source::hf::{
     HfSettings, HfSource, HubRefusal, Resolved, content_range, content_status_error, quote_segment,
 };
@@ -98,29 +98,9 @@ async fn api_get(
     source
         .send_hub(uri, Method::GET, url, Some("application/json"), info)
         .await
-        .map_err(|e| match e {
-            FetchError::Transport {
-                attempts, detail, ..
-            }
-            | FetchError::Unreachable {
-                attempts: Some(attempts),
-                detail,
-                ..
-            } => PinError::Unreachable {
-                endpoint: source.settings().endpoint.clone(),
-                service: "the Hub",
-                attempts,
-                detail,
-            },
-            FetchError::TimedOut { attempts, .. } => PinError::Unreachable {
-                endpoint: source.settings().endpoint.clone(),
-                service: "the Hub",
-                attempts,
-                detail:
-                    "it accepted the connection but did not answer within the timeout (not retried)"
-                        .into(),
-            },
-            other => PinError::Hub(other),
+        .map_err(|e| {
+            PinError::unreachable(e, &source.settings().endpoint, "the Hub")
+                .unwrap_or_else(PinError::Hub)
         })
 }
 
@@ -277,11 +257,13 @@ pub(super) async fn pin_dataset(
             })
             .collect();
         indexes.push(ShardIndexRecord::of(
-            &target.repo,
-            &commit,
-            &shard.pin.path,
-            shard.pin.bytes,
-            shard.etag.as_deref(),
+            &ShardAt {
+                repo: &target.repo,
+                commit: &commit,
+                path: &shard.pin.path,
+                size: shard.pin.bytes,
+                etag: shard.etag.as_deref(),
+            },
             true,
             shard.pin.bytes,
             &entries,
@@ -294,7 +276,7 @@ pub(super) async fn pin_dataset(
             let reason = match filter.leaves_out(&m.found.member) {
                 Some(r) => Some(r),
                 None if ArchiveCompression::detect(&m.head).is_none() => {
-                    Some(super::gcs::not_archive_reason(&m.head))
+                    Some(super::not_archive_reason(&m.head))
                 }
                 None => None,
             };

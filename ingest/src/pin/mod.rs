@@ -271,6 +271,17 @@ pub struct SkippedObject {
     pub reason: String,
 }
 
+/// Why bytes starting with `head` are not an archive.
+fn not_archive_reason(head: &[u8]) -> String {
+    if head.is_empty() {
+        return "not an archive: it is empty".into();
+    }
+    format!(
+        "not an archive: its first bytes are {}, not gzip's (1f 8b) or zstd's (28 b5 2f fd)",
+        model::compression::ArchiveCompression::describe(head)
+    )
+}
+
 /// Two or more archive ids whose bytes are the same (the audit reads each of them).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SameBytes {
@@ -695,6 +706,37 @@ pub enum PinError {
 }
 
 impl PinError {
+    /// A request to `service` at `endpoint` that got no answer within its retries (refused,
+    /// reset, timed out) as [`PinError::Unreachable`]; any other error is handed back.
+    pub(crate) fn unreachable(
+        e: FetchError,
+        endpoint: &str,
+        service: &'static str,
+    ) -> Result<PinError, FetchError> {
+        let (attempts, detail) = match e {
+            FetchError::Transport {
+                attempts, detail, ..
+            }
+            | FetchError::Unreachable {
+                attempts: Some(attempts),
+                detail,
+                ..
+            } => (attempts, detail),
+            FetchError::TimedOut { attempts, .. } => (
+                attempts,
+                "it accepted the connection but did not answer within the timeout (not retried)"
+                    .into(),
+            ),
+            other => return Err(other),
+        };
+        Ok(PinError::Unreachable {
+            endpoint: endpoint.to_string(),
+            service,
+            attempts,
+            detail,
+        })
+    }
+
     /// Whether the arguments were at fault (exit code 2) rather than the sources (1).
     pub fn is_usage(&self) -> bool {
         matches!(self, PinError::Usage(_))

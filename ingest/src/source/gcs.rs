@@ -32,7 +32,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use super::gcs_auth::{
-    CredentialsKind, CredentialsOrigin, GcsAuthEnv, GcsCredentials, GcsRefusal, RefusalKind,
+    CredentialsKind, CredentialsOrigin, GcsAuthEnv, GcsCredentials, GcsRefusal, RefusalContext,
+    RefusalKind,
 };
 
 /// How to reach GCS.
@@ -102,30 +103,28 @@ impl GcsClients {
     /// The refusal `e` is (401, 403, a missing bucket, requester pays, no token), with the
     /// credentials and user project the request carried.
     pub fn refusal(&self, e: &object_store::Error, bucket: &str) -> Option<GcsRefusal> {
-        let anonymous = self.settings.endpoint.is_some()
-            || self.settings.credentials == GcsCredentials::Anonymous;
-        GcsRefusal::classify(
-            e,
-            bucket,
-            &self.credentials_label(),
-            anonymous,
-            self.settings.user_project.as_deref(),
-        )
+        GcsRefusal::classify(e, &self.refusal_context(bucket, &self.credentials_label()))
     }
 
     /// The refusal an answer of GCS is (its status and body), like [`GcsClients::refusal`]
     /// for a request made outside object_store (the JSON listing of `pipeline pin`).
     pub fn answer_refusal(&self, status: u16, body: &str, bucket: &str) -> Option<GcsRefusal> {
-        let anonymous = self.settings.endpoint.is_some()
-            || self.settings.credentials == GcsCredentials::Anonymous;
         GcsRefusal::classify_answer(
             status,
             body,
-            bucket,
-            &self.credentials_label(),
-            anonymous,
-            self.settings.user_project.as_deref(),
+            &self.refusal_context(bucket, &self.credentials_label()),
         )
+    }
+
+    /// What this client's requests to `bucket` carry, for a refusal.
+    fn refusal_context<'a>(&'a self, bucket: &'a str, credentials: &'a str) -> RefusalContext<'a> {
+        RefusalContext {
+            bucket,
+            credentials,
+            anonymous: self.settings.endpoint.is_some()
+                || self.settings.credentials == GcsCredentials::Anonymous,
+            user_project: self.settings.user_project.as_deref(),
+        }
     }
 
     /// The token source of the real service's requests; `None` for unsigned requests.

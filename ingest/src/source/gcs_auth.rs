@@ -567,27 +567,11 @@ impl GcsRefusal {
     /// The refusal an object_store error carries, if it is one (401, 403, 404 of a
     /// bucket, a requester-pays refusal, a token that could not be had); `None` for every
     /// other error (transport faults, other statuses).
-    pub fn classify(
-        e: &object_store::Error,
-        bucket: &str,
-        credentials: &str,
-        anonymous: bool,
-        user_project: Option<&str>,
-    ) -> Option<GcsRefusal> {
-        let refusal = |kind, status, code, message| GcsRefusal {
-            kind,
-            status,
-            code,
-            message,
-            bucket: bucket.to_string(),
-            credentials: credentials.to_string(),
-            anonymous,
-            user_project: user_project.map(str::to_string),
-        };
+    pub fn classify(e: &object_store::Error, asked: &RefusalContext<'_>) -> Option<GcsRefusal> {
         let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
         while let Some(c) = cause {
             if let Some(t) = c.downcast_ref::<GcsTokenError>() {
-                return Some(refusal(RefusalKind::NoToken, None, None, t.to_string()));
+                return Some(asked.refusal(RefusalKind::NoToken, None, None, t.to_string()));
             }
             cause = c.source();
         }
@@ -601,7 +585,7 @@ impl GcsRefusal {
             object_store::Error::NotFound { .. } => 404,
             _ => status_in(&text)?,
         };
-        GcsRefusal::classify_answer(status, &text, bucket, credentials, anonymous, user_project)
+        GcsRefusal::classify_answer(status, &text, asked)
     }
 
     /// The refusal an answer of GCS is (its status and body, XML or JSON), if it is one;
@@ -609,21 +593,9 @@ impl GcsRefusal {
     pub fn classify_answer(
         status: u16,
         body_text: &str,
-        bucket: &str,
-        credentials: &str,
-        anonymous: bool,
-        user_project: Option<&str>,
+        asked: &RefusalContext<'_>,
     ) -> Option<GcsRefusal> {
-        let refusal = |kind, status, code, message| GcsRefusal {
-            kind,
-            status,
-            code,
-            message,
-            bucket: bucket.to_string(),
-            credentials: credentials.to_string(),
-            anonymous,
-            user_project: user_project.map(str::to_string),
-        };
+        let user_project = asked.user_project;
         let body = ErrorBody::parse(body_text);
         let code = body.code.clone();
         let message = body.message();
@@ -649,7 +621,41 @@ impl GcsRefusal {
             }
             _ => return None,
         };
-        Some(refusal(kind, Some(status), code, message))
+        Some(asked.refusal(kind, Some(status), code, message))
+    }
+}
+
+/// What a refused request carried, to name in the refusal.
+#[derive(Debug, Clone, Copy)]
+pub struct RefusalContext<'a> {
+    /// The bucket asked.
+    pub bucket: &'a str,
+    /// The credentials' label ([`GcsCredentials::label`]).
+    pub credentials: &'a str,
+    /// Whether the request was unsigned.
+    pub anonymous: bool,
+    /// The user project sent, if any.
+    pub user_project: Option<&'a str>,
+}
+
+impl RefusalContext<'_> {
+    fn refusal(
+        &self,
+        kind: RefusalKind,
+        status: Option<u16>,
+        code: Option<String>,
+        message: String,
+    ) -> GcsRefusal {
+        GcsRefusal {
+            kind,
+            status,
+            code,
+            message,
+            bucket: self.bucket.to_string(),
+            credentials: self.credentials.to_string(),
+            anonymous: self.anonymous,
+            user_project: self.user_project.map(str::to_string),
+        }
     }
 }
 

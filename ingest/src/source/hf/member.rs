@@ -3,7 +3,7 @@
 //! (kept per (repo, commit, shard, size) in memory and on disk), until the member is found.
 
 use super::resolve::Resolved;
-use super::shard_index::ShardIndexRecord;
+use super::shard_index::{ShardAt, ShardIndexRecord};
 use super::{HfSource, Probe, ShardIndex};
 use crate::error::FetchError;
 use crate::source::FetchInfo;
@@ -24,19 +24,21 @@ impl HfSource {
             loc.shard.clone(),
             r.shard.size,
         );
+        let etag = r.shard.etag.clone();
+        let at = ShardAt {
+            repo: &key.0,
+            commit: &key.1,
+            path: &key.2,
+            size: key.3,
+            etag: etag.as_deref(),
+        };
         let cached = self.index.lock().expect("index lock").get(&key).cloned();
         let mut index = match cached {
             Some(i) => i,
             None => self
                 .settings
                 .shard_index
-                .load(
-                    &loc.repo,
-                    &r.shard.commit,
-                    &loc.shard,
-                    r.shard.size,
-                    r.shard.etag.as_deref(),
-                )
+                .load(&at)
                 .map(|rec| ShardIndex {
                     entries: rec.entries(),
                     next_header: rec.next_header,
@@ -144,11 +146,7 @@ impl HfSource {
         };
         if (index.complete, index.next_header) != known_before {
             self.settings.shard_index.save(&ShardIndexRecord::of(
-                &loc.repo,
-                &r.shard.commit,
-                &loc.shard,
-                r.shard.size,
-                r.shard.etag.as_deref(),
+                &at,
                 index.complete,
                 index.next_header,
                 &index.entries,

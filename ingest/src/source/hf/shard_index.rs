@@ -24,6 +24,33 @@ pub const SHARD_INDEX_FORMAT: u32 = 1;
 /// The folder of the records, in a run directory or beside a pinned manifest.
 pub const SHARD_INDEX_DIR: &str = "shard-index";
 
+/// Which shard a record is of: the key of its file, and what its check compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShardAt<'a> {
+    /// Dataset repository.
+    pub repo: &'a str,
+    /// The commit the shard is read at.
+    pub commit: &'a str,
+    /// The shard's path in the repository.
+    pub path: &'a str,
+    /// The shard's size.
+    pub size: u64,
+    /// The Hub's `X-Linked-Etag` of the shard, when known (not part of the key).
+    pub etag: Option<&'a str>,
+}
+
+impl ShardAt<'_> {
+    /// The file name of this shard's record: the SHA256 of (repo, commit, path, size).
+    pub fn file_name(&self) -> String {
+        let mut h = Sha256::new();
+        for part in [self.repo, self.commit, self.path, &self.size.to_string()] {
+            h.update(part.as_bytes());
+            h.update([0u8]);
+        }
+        format!("{}.json", hex::encode(h.finalize()))
+    }
+}
+
 /// One member in a record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IndexedMember {
@@ -59,30 +86,26 @@ pub struct ShardIndexRecord {
 }
 
 impl ShardIndexRecord {
-    /// The file name of the record of (repo, commit, path, size).
-    pub fn file_name(repo: &str, commit: &str, path: &str, size: u64) -> String {
-        let mut h = Sha256::new();
-        for part in [repo, commit, path, &size.to_string()] {
-            h.update(part.as_bytes());
-            h.update([0u8]);
+    /// The shard this record is of.
+    pub fn at(&self) -> ShardAt<'_> {
+        ShardAt {
+            repo: &self.repo,
+            commit: &self.commit,
+            path: &self.path,
+            size: self.size,
+            etag: self.etag.as_deref(),
         }
-        format!("{}.json", hex::encode(h.finalize()))
     }
 
-    /// This record's file name.
-    pub fn own_file_name(&self) -> String {
-        ShardIndexRecord::file_name(&self.repo, &self.commit, &self.path, self.size)
-    }
-
-    /// Why the record cannot serve (repo, commit, path, size, etag), if it cannot.
-    pub fn check(
-        &self,
-        repo: &str,
-        commit: &str,
-        path: &str,
-        size: u64,
-        etag: Option<&str>,
-    ) -> Result<(), String> {
+    /// Why the record cannot serve `shard`, if it cannot.
+    pub fn check(&self, shard: &ShardAt<'_>) -> Result<(), String> {
+        let ShardAt {
+            repo,
+            commit,
+            path,
+            size,
+            etag,
+        } = *shard;
         if self.format != SHARD_INDEX_FORMAT {
             return Err(format!(
                 "format {} (this build reads {SHARD_INDEX_FORMAT})",
@@ -148,25 +171,20 @@ impl ShardIndexRecord {
             .collect()
     }
 
-    /// A record of `entries`.
-    #[allow(clippy::too_many_arguments)]
+    /// A record of `shard` holding `entries`.
     pub fn of(
-        repo: &str,
-        commit: &str,
-        path: &str,
-        size: u64,
-        etag: Option<&str>,
+        shard: &ShardAt<'_>,
         complete: bool,
         next_header: u64,
         entries: &[MemberEntry],
     ) -> ShardIndexRecord {
         ShardIndexRecord {
             format: SHARD_INDEX_FORMAT,
-            repo: repo.to_string(),
-            commit: commit.to_string(),
-            path: path.to_string(),
-            size,
-            etag: etag.map(str::to_string),
+            repo: shard.repo.to_string(),
+            commit: shard.commit.to_string(),
+            path: shard.path.to_string(),
+            size: shard.size,
+            etag: shard.etag.map(str::to_string),
             complete,
             next_header,
             members: entries
@@ -214,15 +232,8 @@ impl ShardIndexDirs {
 
     /// The best record of the shard that passes its check; records that fail are named in
     /// a warning and ignored.
-    pub fn load(
-        &self,
-        repo: &str,
-        commit: &str,
-        path: &str,
-        size: u64,
-        etag: Option<&str>,
-    ) -> Option<ShardIndexRecord> {
-        let name = ShardIndexRecord::file_name(repo, commit, path, size);
+    pub fn load(&self, shard: &ShardAt<'_>) -> Option<ShardIndexRecord> {
+        let name = shard.file_name();
         let mut best: Option<ShardIndexRecord> = None;
         for dir in self.write.iter().chain(&self.read) {
             let file = dir.join(&name);
@@ -239,7 +250,7 @@ impl ShardIndexDirs {
             };
             let checked = serde_json::from_str::<ShardIndexRecord>(&text)
                 .map_err(|e| format!("not a shard index record ({e})"))
-                .and_then(|r| r.check(repo, commit, path, size, etag).map(|()| r));
+                .and_then(|r| r.check(shard).map(|()| r));
             match checked {
                 Ok(r) if best.as_ref().is_none_or(|b| r.knows_more_than(b)) => best = Some(r),
                 Ok(_) => {}
@@ -270,18 +281,10 @@ impl ShardIndexDirs {
 
 /// Write `record` into `dir` (atomically), unless the record there knows as much.
 pub fn write_record(dir: &Path, record: &ShardIndexRecord) -> std::io::Result<()> {
-    let file = dir.join(record.own_file_name());
+    let file = dir.join(record.at().file_name());
     if let Ok(text) = std::fs::read_to_string(&file)
         && let Ok(there) = serde_json::from_str::<ShardIndexRecord>(&text)
-        && there
-            .check(
-                &record.repo,
-                &record.commit,
-                &record.path,
-                record.size,
-                record.etag.as_deref(),
-            )
-            .is_ok()
+        && there.check(&record.at()).is_ok()
         && !record.knows_more_than(&there)
     {
         return Ok(());
@@ -295,13 +298,22 @@ pub fn write_record(dir: &Path, record: &ShardIndexRecord) -> std::io::Result<()
 mod tests {
     use super::*;
 
+    const COMMIT: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+
+    /// The test shard with `etag`, another `path` or another `size`.
+    fn shard(path: &'static str, size: u64, etag: Option<&'static str>) -> ShardAt<'static> {
+        ShardAt {
+            repo: "o/d",
+            commit: COMMIT,
+            path,
+            size,
+            etag,
+        }
+    }
+
     fn record() -> ShardIndexRecord {
         ShardIndexRecord::of(
-            "o/d",
-            &"a".repeat(40),
-            "raw/s-0.tar",
-            10_240,
-            Some("e1"),
+            &shard("raw/s-0.tar", 10_240, Some("e1")),
             true,
             10_240,
             &[
@@ -322,28 +334,25 @@ mod tests {
     #[test]
     fn a_record_serves_only_its_own_shard() {
         let r = record();
-        let c = "a".repeat(40);
-        assert_eq!(
-            r.check("o/d", &c, "raw/s-0.tar", 10_240, Some("e1")),
-            Ok(())
-        );
-        assert_eq!(r.check("o/d", &c, "raw/s-0.tar", 10_240, None), Ok(()));
-        assert!(
-            r.check("o/d", &c, "raw/s-0.tar", 10_240, Some("e2"))
-                .is_err()
-        );
-        assert!(r.check("o/d", &c, "raw/s-1.tar", 10_240, None).is_err());
-        assert!(r.check("o/d", &c, "raw/s-0.tar", 10_241, None).is_err());
+        assert_eq!(r.check(&shard("raw/s-0.tar", 10_240, Some("e1"))), Ok(()));
+        assert_eq!(r.check(&shard("raw/s-0.tar", 10_240, None)), Ok(()));
+        assert!(r.check(&shard("raw/s-0.tar", 10_240, Some("e2"))).is_err());
+        assert!(r.check(&shard("raw/s-1.tar", 10_240, None)).is_err());
+        assert!(r.check(&shard("raw/s-0.tar", 10_241, None)).is_err());
         assert_ne!(
-            ShardIndexRecord::file_name("o/d", &c, "raw/s-0.tar", 1),
-            ShardIndexRecord::file_name("o/d", &c, "raw/s-0.tar", 2)
+            shard("raw/s-0.tar", 1, None).file_name(),
+            shard("raw/s-0.tar", 2, None).file_name()
+        );
+        assert_eq!(
+            shard("raw/s-0.tar", 1, Some("e1")).file_name(),
+            shard("raw/s-0.tar", 1, None).file_name(),
+            "the etag is checked, not part of the key"
         );
     }
 
     #[test]
     fn damaged_tables_are_refused() {
-        let c = "a".repeat(40);
-        let check = |r: &ShardIndexRecord| r.check("o/d", &c, "raw/s-0.tar", 10_240, None);
+        let check = |r: &ShardIndexRecord| r.check(&shard("raw/s-0.tar", 10_240, None));
         let mut r = record();
         r.members[1].data_offset = 1024;
         assert!(check(&r).unwrap_err().contains("tmax-001"));
@@ -366,37 +375,28 @@ mod tests {
         let run = tempfile::tempdir().unwrap();
         let pinned = tempfile::tempdir().unwrap();
         let dirs = ShardIndexDirs::for_run(run.path(), Some(&pinned.path().join("manifest.csv")));
-        let c = "a".repeat(40);
-        assert_eq!(dirs.load("o/d", &c, "raw/s-0.tar", 10_240, None), None);
+        let at = shard("raw/s-0.tar", 10_240, None);
+        assert_eq!(dirs.load(&at), None);
         let full = record();
         write_record(&pinned.path().join(SHARD_INDEX_DIR), &full).unwrap();
-        assert_eq!(
-            dirs.load("o/d", &c, "raw/s-0.tar", 10_240, None),
-            Some(full.clone())
-        );
+        assert_eq!(dirs.load(&at), Some(full.clone()));
         let mut partial = full.clone();
         partial.complete = false;
         partial.next_header = 2048;
         partial.members.truncate(1);
         dirs.save(&partial);
         assert_eq!(
-            dirs.load("o/d", &c, "raw/s-0.tar", 10_240, None),
+            dirs.load(&at),
             Some(full.clone()),
             "the complete table wins over a partial one"
         );
-        let file = pinned
-            .path()
-            .join(SHARD_INDEX_DIR)
-            .join(full.own_file_name());
+        let file = pinned.path().join(SHARD_INDEX_DIR).join(at.file_name());
         std::fs::write(&file, "{ not json").unwrap();
-        assert_eq!(
-            dirs.load("o/d", &c, "raw/s-0.tar", 10_240, None),
-            Some(partial.clone())
-        );
+        assert_eq!(dirs.load(&at), Some(partial.clone()));
         dirs.save(&full);
         dirs.save(&partial);
         assert_eq!(
-            dirs.load("o/d", &c, "raw/s-0.tar", 10_240, None),
+            dirs.load(&at),
             Some(full),
             "a partial table does not replace a complete one"
         );
