@@ -1,6 +1,6 @@
 //! Declared schemas of the audit's frames (rendered into `schemas/` and checked on write).
 
-use frames::schema::{ColumnSpec, ColumnType::*, FrameSpec, col};
+use frames::schema::{ColumnSpec, ColumnType::*, FrameSpec, TimeBase, col};
 
 // Columns several frames share: every row traces to its workload, attempt and archive.
 const WORKLOAD: ColumnSpec = col("workload", Str, false, "tmax or deepswe");
@@ -56,25 +56,29 @@ pub const ATTEMPTS: FrameSpec = FrameSpec {
             F64,
             true,
             "generation start: identity-file mtime, UTC epoch seconds",
-        ),
+        )
+        .time(TimeBase::EpochSeconds),
         col(
             "gen_end",
             F64,
             true,
             "generation end: completed_utc, UTC epoch seconds (null if never completed)",
-        ),
+        )
+        .time(TimeBase::EpochSeconds),
         col(
             "gen_start_utc",
             DatetimeNs,
             true,
             "gen_start as a UTC datetime (ns)",
-        ),
+        )
+        .time(TimeBase::TimestampNsUtc),
         col(
             "gen_end_utc",
             DatetimeNs,
             true,
             "gen_end as a UTC datetime (ns)",
-        ),
+        )
+        .time(TimeBase::TimestampNsUtc),
         col(
             "duration_s",
             F64,
@@ -102,7 +106,8 @@ pub const ATTEMPTS: FrameSpec = FrameSpec {
             Str,
             true,
             "completed_utc as recorded (RFC 3339)",
-        ),
+        )
+        .time(TimeBase::Rfc3339Text),
         col("termination", Str, true, "deepswe: how the agent stopped"),
         col(
             "infra_error",
@@ -143,13 +148,15 @@ pub const REQUESTS: FrameSpec = FrameSpec {
             F64,
             false,
             "start, seconds after gen_start",
-        ),
+        )
+        .time(TimeBase::AfterGenStart),
         col(
             "end_offset_s",
             F64,
             false,
             "end (exclusive), seconds after gen_start",
-        ),
+        )
+        .time(TimeBase::AfterGenStart),
         ARCHIVE_SHA256,
         MEMBER_PREFIX,
     ],
@@ -168,25 +175,29 @@ pub const CLIPPING: FrameSpec = FrameSpec {
             F64,
             true,
             "interval start before the change (null for an orphan timer)",
-        ),
+        )
+        .time(TimeBase::EpochSeconds),
         col(
             "raw_end",
             F64,
             true,
             "interval end before the change (null for an orphan timer, or a missing timer without generation end)",
-        ),
+        )
+        .time(TimeBase::EpochSeconds),
         col(
             "kept_start",
             F64,
             true,
             "interval start after the change (null when dropped)",
-        ),
+        )
+        .time(TimeBase::EpochSeconds),
         col(
             "kept_end",
             F64,
             true,
             "interval end after the change (null when dropped)",
-        ),
+        )
+        .time(TimeBase::EpochSeconds),
         col(
             "seconds_removed",
             F64,

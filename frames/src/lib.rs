@@ -266,7 +266,7 @@ fn why(slot: &IoErrorSlot, e: PolarsError) -> ParquetWriteError {
 pub struct FrameStreamWriter {
     path: PathBuf,
     tmp: PathBuf,
-    spec: &'static schema::FrameSpec,
+    spec: schema::FrameSpec,
     meta: FrameMeta,
     writer: Option<(BatchedWriter<IoErrorRecorder<std::fs::File>>, IoErrorSlot)>,
     rows: usize,
@@ -284,11 +284,11 @@ impl std::fmt::Debug for FrameStreamWriter {
 impl FrameStreamWriter {
     /// A writer for `path` of the declared frame `spec` (every batch is checked against
     /// it); nothing is created until the first batch.
-    pub fn new(path: &Path, spec: &'static schema::FrameSpec, meta: FrameMeta) -> Self {
+    pub fn new(path: &Path, spec: &schema::FrameSpec, meta: FrameMeta) -> Self {
         FrameStreamWriter {
             path: path.to_path_buf(),
             tmp: temp::temp_path_for(path),
-            spec,
+            spec: *spec,
             meta,
             writer: None,
             rows: 0,
@@ -345,7 +345,7 @@ impl FrameStreamWriter {
     pub fn finish(mut self, empty: &mut DataFrame) -> Result<usize, FrameError> {
         match self.writer.take() {
             None => {
-                write_declared(&self.path, empty, self.spec, &self.meta)?;
+                write_declared(&self.path, empty, &self.spec, &self.meta)?;
             }
             Some((w, slot)) => {
                 if let Err(e) = w.finish() {
@@ -393,6 +393,18 @@ pub fn write_declared(
 
 /// Read a frame, checking that it is the named frame at the expected schema version.
 pub fn read_frame(path: &Path, frame: &str, schema_version: u32) -> Result<DataFrame, FrameError> {
+    check_frame_identity(path, frame, schema_version)?;
+    let file = std::fs::File::open(path).map_err(io_err(path))?;
+    ParquetReader::new(file)
+        .finish()
+        .map_err(|source| FrameError::Polars {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// Check that a file's key-value metadata names the frame `frame` at `schema_version`.
+fn check_frame_identity(path: &Path, frame: &str, schema_version: u32) -> Result<(), FrameError> {
     let meta = read_metadata(path)?;
     let get = |k: &str| meta.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.clone());
     let message = match (get(KEY_FRAME), get(KEY_SCHEMA_VERSION)) {
@@ -406,19 +418,13 @@ pub fn read_frame(path: &Path, frame: &str, schema_version: u32) -> Result<DataF
             v.as_deref().unwrap_or("(not given)")
         )),
     };
-    if let Some(message) = message {
-        return Err(FrameError::Schema {
+    match message {
+        Some(message) => Err(FrameError::Schema {
             path: path.to_path_buf(),
             message,
-        });
+        }),
+        None => Ok(()),
     }
-    let file = std::fs::File::open(path).map_err(io_err(path))?;
-    ParquetReader::new(file)
-        .finish()
-        .map_err(|source| FrameError::Polars {
-            path: path.to_path_buf(),
-            source,
-        })
 }
 
 /// Read a frame under its producer's declared contract: the frame's name and schema
@@ -437,6 +443,145 @@ pub fn read_declared(
     })?;
     Ok(df)
 }
+
+/// A frame file read in pieces: its row groups one at a time (each as written, so a frame
+/// written batch by batch comes back batch by batch), so a frame larger than memory can be
+/// read through. The file is checked once, when opened, to be the named frame at the
+/// expected schema version with the declared columns.
+#[derive(Debug)]
+pub struct FrameChunks {
+    path: PathBuf,
+    metadata: FileMetadataRef,
+    /// (first row, rows) of each row group, in file order.
+    groups: Vec<(usize, usize)>,
+}
+
+impl FrameChunks {
+    /// Open `path` as the frame `spec` at `schema_version` (as [`read_frame`] checks it),
+    /// with its columns as declared (names, order, types).
+    pub fn open(
+        path: &Path,
+        spec: &schema::FrameSpec,
+        schema_version: u32,
+    ) -> Result<Self, FrameError> {
+        // The name and version, then the declared columns, on the file's zero-row head.
+        let head = read_frame_slice(path, spec.name, schema_version, 0, 0)?;
+        spec.check(&head).map_err(|detail| FrameError::Schema {
+            path: path.to_path_buf(),
+            message: format!("frame does not match its declared schema: {detail}"),
+        })?;
+        let file = std::fs::File::open(path).map_err(io_err(path))?;
+        let mut r = ParquetReader::new(file);
+        let metadata = r
+            .get_metadata()
+            .map_err(|source| FrameError::Polars {
+                path: path.to_path_buf(),
+                source,
+            })?
+            .clone();
+        let mut groups = Vec::with_capacity(metadata.row_groups.len());
+        let mut first = 0;
+        for g in &metadata.row_groups {
+            groups.push((first, g.num_rows()));
+            first += g.num_rows();
+        }
+        Ok(FrameChunks {
+            path: path.to_path_buf(),
+            metadata,
+            groups,
+        })
+    }
+
+    /// Rows of the whole file.
+    pub fn rows(&self) -> usize {
+        self.metadata.num_rows
+    }
+
+    /// Row groups of the file.
+    pub fn len(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// True when the file has no row group (a frame of no rows).
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty()
+    }
+
+    /// Row group `i` (all columns, or only `columns`), as a frame.
+    pub fn read(&self, i: usize, columns: Option<&[&str]>) -> Result<DataFrame, FrameError> {
+        let (first, rows) = self.groups[i];
+        let file = std::fs::File::open(&self.path).map_err(io_err(&self.path))?;
+        let mut r = ParquetReader::new(file)
+            .with_slice(Some((first, rows)))
+            .read_parallel(ParallelStrategy::None)
+            .with_columns(columns.map(|c| c.iter().map(|s| s.to_string()).collect()));
+        r.set_metadata(self.metadata.clone());
+        r.finish().map_err(|source| FrameError::Polars {
+            path: self.path.clone(),
+            source,
+        })
+    }
+
+    /// The file's zero-row head: its columns, as declared, without data.
+    pub fn empty(&self) -> Result<DataFrame, FrameError> {
+        let file = std::fs::File::open(&self.path).map_err(io_err(&self.path))?;
+        let mut r = ParquetReader::new(file).with_slice(Some((0, 0)));
+        r.set_metadata(self.metadata.clone());
+        r.finish().map_err(|source| FrameError::Polars {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+/// Rows `offset..offset + len` of a frame, checking its name and schema version first.
+fn read_frame_slice(
+    path: &Path,
+    frame: &str,
+    schema_version: u32,
+    offset: usize,
+    len: usize,
+) -> Result<DataFrame, FrameError> {
+    check_frame_identity(path, frame, schema_version)?;
+    let file = std::fs::File::open(path).map_err(io_err(path))?;
+    ParquetReader::new(file)
+        .with_slice(Some((offset, len)))
+        .finish()
+        .map_err(|source| FrameError::Polars {
+            path: path.to_path_buf(),
+            source,
+        })
+}
+
+/// The frame's key-value metadata as a [`FrameMeta`]: its name, schema version and every
+/// further pair in file order (Parquet's own `ARROW:schema`, which every writer adds
+/// itself, left out), so that a frame written with it carries the same metadata.
+pub fn frame_meta_of(path: &Path) -> Result<FrameMeta, FrameError> {
+    let kv = read_metadata(path)?;
+    let schema_err = |message: String| FrameError::Schema {
+        path: path.to_path_buf(),
+        message,
+    };
+    let get = |k: &str| kv.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.clone());
+    let frame = get(KEY_FRAME).ok_or_else(|| schema_err(format!("has no `{KEY_FRAME}`")))?;
+    let version = get(KEY_SCHEMA_VERSION)
+        .ok_or_else(|| schema_err(format!("has no `{KEY_SCHEMA_VERSION}`")))?;
+    let schema_version = version.parse().map_err(|_| {
+        schema_err(format!(
+            "`{KEY_SCHEMA_VERSION}` is `{version}`, not a number"
+        ))
+    })?;
+    let mut meta = FrameMeta::new(&frame, schema_version);
+    for (k, v) in kv {
+        if k != KEY_FRAME && k != KEY_SCHEMA_VERSION && k != ARROW_SCHEMA_KEY {
+            meta.extra.push((k, v));
+        }
+    }
+    Ok(meta)
+}
+
+/// The key under which Parquet writers keep the Arrow schema.
+const ARROW_SCHEMA_KEY: &str = "ARROW:schema";
 
 /// A string column's values; the error names the file and the column.
 pub fn str_values(

@@ -63,6 +63,73 @@ impl ColumnType {
     }
 }
 
+/// What a time column counts from, in which unit and zone: every column that holds a point
+/// in time says so in its declaration, so the reference lists them all (docs/FRAMES.md,
+/// "Time columns") and a reader knows which cast, if any, it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeBase {
+    /// UTC epoch seconds as a 64-bit float (`float64`).
+    EpochSeconds,
+    /// A timestamp in nanoseconds since the epoch, zone UTC (`timestamp[ns, tz=UTC]`).
+    TimestampNsUtc,
+    /// Seconds after the attempt's generation start (`attempts.gen_start`).
+    AfterGenStart,
+    /// Seconds after the replay's time 0 (every attempt is ready at 0).
+    AfterReplayStart,
+    /// RFC 3339 text as the archive recorded it (UTC; a time without an offset is UTC).
+    Rfc3339Text,
+}
+
+impl TimeBase {
+    /// Every time base, in the reference's order.
+    pub const ALL: [TimeBase; 5] = [
+        TimeBase::TimestampNsUtc,
+        TimeBase::EpochSeconds,
+        TimeBase::AfterGenStart,
+        TimeBase::AfterReplayStart,
+        TimeBase::Rfc3339Text,
+    ];
+
+    /// A stable name (the frames' fingerprint and the reference use it).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeBase::EpochSeconds => "epoch_seconds_utc",
+            TimeBase::TimestampNsUtc => "timestamp_ns_utc",
+            TimeBase::AfterGenStart => "seconds_after_gen_start",
+            TimeBase::AfterReplayStart => "seconds_after_replay_start",
+            TimeBase::Rfc3339Text => "rfc3339_text",
+        }
+    }
+
+    /// The unit and zone in words, for the reference.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TimeBase::EpochSeconds => "seconds since 1970-01-01T00:00:00Z (UTC epoch), float64",
+            TimeBase::TimestampNsUtc => {
+                "nanoseconds since the UTC epoch, time zone `UTC` in the Parquet type (isAdjustedToUTC)"
+            }
+            TimeBase::AfterGenStart => {
+                "seconds after the attempt's `gen_start` (add `gen_start` for UTC epoch seconds)"
+            }
+            TimeBase::AfterReplayStart => {
+                "seconds after the replay's time 0, when every attempt is ready (not a wall-clock time)"
+            }
+            TimeBase::Rfc3339Text => {
+                "RFC 3339 text as recorded in the archive (UTC when no offset)"
+            }
+        }
+    }
+
+    /// The column type a time of this base must have.
+    pub fn column_type(self) -> ColumnType {
+        match self {
+            TimeBase::TimestampNsUtc => ColumnType::DatetimeNs,
+            TimeBase::Rfc3339Text => ColumnType::Str,
+            _ => ColumnType::F64,
+        }
+    }
+}
+
 /// One declared column.
 #[derive(Debug, Clone, Copy)]
 pub struct ColumnSpec {
@@ -76,6 +143,16 @@ pub struct ColumnSpec {
     pub values: &'static [&'static str],
     /// What it means (units included).
     pub doc: &'static str,
+    /// For a point in time: what it counts from, in which unit and zone.
+    pub time: Option<TimeBase>,
+}
+
+impl ColumnSpec {
+    /// The same column, declared a point in time of `base`.
+    pub const fn time(mut self, base: TimeBase) -> Self {
+        self.time = Some(base);
+        self
+    }
 }
 
 /// Shorthand for a declared column.
@@ -91,6 +168,7 @@ pub const fn col(
         nullable,
         values: &[],
         doc,
+        time: None,
     }
 }
 
@@ -106,6 +184,7 @@ pub const fn col_in(
         nullable: false,
         values,
         doc,
+        time: None,
     }
 }
 
@@ -157,6 +236,9 @@ impl FrameSpec {
             if c.ty == ColumnType::DatetimeNs {
                 p["format"] = json!("date-time");
             }
+            if let Some(t) = c.time {
+                p["x-time-base"] = json!(t.as_str());
+            }
             props.insert(c.name.to_string(), p);
         }
         json!({
@@ -171,6 +253,24 @@ impl FrameSpec {
             "required": self.columns.iter().map(|c| c.name).collect::<Vec<_>>(),
             "additionalProperties": false,
         })
+    }
+
+    /// The frame's contract in one line per column, as a reader depends on it: name, Arrow
+    /// type, nullability, closed value set and time base, in column order (the docs left
+    /// out). Two declarations with the same text read the same way.
+    pub fn contract_text(&self) -> String {
+        let mut out = format!("frame {}\n", self.name);
+        for c in self.columns {
+            out.push_str(&format!(
+                "  {} {} {} [{}] {}\n",
+                c.name,
+                c.ty.arrow_type(),
+                if c.nullable { "null" } else { "not_null" },
+                c.values.join(","),
+                c.time.map_or("-", TimeBase::as_str)
+            ));
+        }
+        out
     }
 
     /// Pretty JSON text of the schema, newline-terminated.

@@ -159,6 +159,22 @@ pub enum Command {
         /// The pipeline.yaml.
         config: PathBuf,
     },
+    /// Write a finished run's Parquet frames as one Hive-partitioned Parquet dataset
+    /// (by workload, and by archive for the frames with a row per attempt or request),
+    /// with the frames' schemas and key-value metadata and a manifest of every part with
+    /// its SHA256 (docs/ANALYSIS.md, "The partitioned export").
+    Export {
+        /// The dataset directory to write (absent or empty, unless --force).
+        #[arg(long, value_name = "DIR")]
+        dataset: PathBuf,
+        /// The run directory: a finished run, whose frames are the ones its
+        /// provenance.json records.
+        run_dir: PathBuf,
+        /// Replace an earlier export in DIR (its manifest.json and frame directories;
+        /// nothing else there is touched).
+        #[arg(long)]
+        force: bool,
+    },
     /// Write the JSON schemas (pipeline.yaml and every frame) into a directory.
     Schemas {
         /// Output directory.
@@ -355,6 +371,24 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             );
             Ok(())
         }
+        Command::Export {
+            dataset,
+            run_dir,
+            force,
+        } => match crate::export::export_dataset(&run_dir, &dataset, force) {
+            Ok(summary) => {
+                model::outln!("{}", summary.line(&dataset));
+                Ok(())
+            }
+            Err(error) => Err(Failure {
+                code: if error.is::<crate::export::ExportRefused>() {
+                    EXIT_USAGE
+                } else {
+                    EXIT_FAILURE
+                },
+                error,
+            }),
+        },
         Command::Schemas { out, docs } => {
             let mut files: Vec<(PathBuf, String)> = crate::schemas::all_schemas()
                 .into_iter()

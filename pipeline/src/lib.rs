@@ -1,7 +1,9 @@
 //! The `pipeline` binary's library: argument model, stage orchestration, provenance,
-//! verification, the demo command and `pin` (the report itself is the `report` crate).
+//! verification, the demo command, `pin` and `export` (the report itself is the `report`
+//! crate).
 
 pub mod cli;
+pub mod export;
 pub mod pin;
 pub mod provenance;
 pub mod reference;

@@ -234,6 +234,8 @@ pub fn frames_reference() -> String {
          attempt's generation start; `start_s`/`end_s` of a schedule are seconds after the\n\
          replay's time 0.\n\n"
     ));
+    out.push_str(&time_columns());
+    out.push_str(&format_version_policy());
     for FrameFile { stage, file, spec } in frame_files() {
         out.push_str(&format!(
             "## {file}\n\nWritten by {stage}. {}\n\n| column | type | null | meaning |\n|---|---|---|---|\n",
@@ -258,6 +260,94 @@ pub fn frames_reference() -> String {
     out.truncate(out.trim_end().len());
     out.push('\n');
     out
+}
+
+/// The "Time columns" section: every column declared a point in time, by frame, with its
+/// type, unit and zone (from the declarations' time bases).
+fn time_columns() -> String {
+    use frames::schema::TimeBase;
+    let mut out = String::from(
+        "## Time columns\n\n\
+         Every column that holds a point in time, with what it counts from. The only\n\
+         timestamp type in any frame is `timestamp[ns, tz=UTC]` (nanoseconds, time zone UTC:\n\
+         the Parquet type is a TIMESTAMP(NANOS) adjusted to UTC); every other time is a\n\
+         float64 of seconds, or text as recorded. Durations (`duration_s`, `request_s`,\n\
+         `makespan_s`, `*_h`) are lengths, not points in time, and are not listed.\n\
+         Reading them in DuckDB, Polars and pandas, with the one cast each may need:\n\
+         [ANALYSIS.md](ANALYSIS.md#time-columns-in-the-readers).\n\n\
+         | frame | column | type | counts |\n|---|---|---|---|\n",
+    );
+    for f in frame_files() {
+        for c in f.spec.columns {
+            if let Some(t) = c.time {
+                out.push_str(&format!(
+                    "| `{}` | `{}` | {} | {} |\n",
+                    f.file,
+                    c.name,
+                    c.ty.arrow_type(),
+                    t.describe()
+                ));
+            }
+        }
+    }
+    out.push_str("\nTime bases: ");
+    let bases: Vec<String> = TimeBase::ALL
+        .iter()
+        .map(|t| format!("`{}`", t.as_str()))
+        .collect();
+    out.push_str(&bases.join(", "));
+    out.push_str(" (the `x-time-base` of each column in the JSON schemas).\n\n");
+    out
+}
+
+/// The "Format version" section: what `agentrace.schema_version` promises, what changes
+/// it, and how a reader checks it.
+fn format_version_policy() -> String {
+    format!(
+        "## Format version\n\n\
+         Every frame carries its format version in its Parquet key-value metadata\n\
+         (`agentrace.schema_version`, beside `agentrace.frame`, its name) and in its JSON\n\
+         schema (`x-schema-version`). It is one number for every frame of a build; this\n\
+         build writes version {version}.\n\n\
+         **What changes it.** Any change a reader of the files can see: a frame added or\n\
+         removed; a column added, removed, renamed or moved; a column's type changed (a\n\
+         timestamp's unit or zone included); a column that becomes nullable; a value added\n\
+         to or removed from a closed value set; a time column's base changed (see above); and\n\
+         a change of what a column holds (its unit, or the rule that computes it).\n\
+         **What does not:** the wording of a description; Parquet encoding details\n\
+         (compression, row group sizes, statistics); the other key-value pairs\n\
+         (`agentrace.source_archives`); a partitioned export's layout (its manifest has\n\
+         its own `format_version`).\n\n\
+         **How it is held.** The contract of every frame (each column's name, Arrow type,\n\
+         nullability, value set and time base, in order) is fingerprinted; the fingerprint of\n\
+         each released version is recorded beside the version\n\
+         (`model::run_dir::FRAME_SCHEMA_FINGERPRINTS`), and a test fails when the contract\n\
+         changes while the version does not. A change of meaning without a change of columns\n\
+         is not visible to that test: bumping the version for one is the change's review.\n\n\
+         **How a reader checks it.** Read `agentrace.frame` and `agentrace.schema_version`\n\
+         from the file's key-value metadata and refuse a version the analysis was not written\n\
+         for (DuckDB `parquet_kv_metadata`, Polars `read_parquet_metadata`, pyarrow\n\
+         `read_metadata`: [ANALYSIS.md](ANALYSIS.md#checking-the-format-version)). The\n\
+         toolkit's own readers refuse a frame of another version, naming both.\n\n",
+        version = model::run_dir::FRAME_SCHEMA_VERSION
+    )
+}
+
+/// Every frame's contract (see [`frames::schema::FrameSpec::contract_text`]), by file
+/// name: the text the format version's fingerprint is taken of.
+pub fn frames_contract() -> String {
+    let mut files = frame_files();
+    files.sort_by(|a, b| a.file.cmp(&b.file));
+    files
+        .iter()
+        .map(|f| format!("file {}\n{}", f.file, f.spec.contract_text()))
+        .collect()
+}
+
+/// SHA256 (lowercase hex) of [`frames_contract`].
+pub fn frames_contract_fingerprint() -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(frames_contract().as_bytes()))
 }
 
 #[cfg(test)]

@@ -45,3 +45,98 @@ fn pipeline_schema_refuses_unknown_keys() {
             .any(|r| r == "workloads")
     );
 }
+
+/// The frames' contract (columns, types, nulls, value sets, time bases) is the one recorded
+/// for the format version this build writes: a change a reader can see without a new
+/// `FRAME_SCHEMA_VERSION` fails here, with the fingerprint to record for the new version.
+#[test]
+fn a_frame_contract_change_needs_a_new_format_version() {
+    use model::run_dir::{FRAME_SCHEMA_FINGERPRINTS, FRAME_SCHEMA_VERSION};
+    let now = pipeline::reference::frames_contract_fingerprint();
+    let recorded = FRAME_SCHEMA_FINGERPRINTS
+        .iter()
+        .find(|(v, _)| *v == FRAME_SCHEMA_VERSION)
+        .map(|(_, f)| *f);
+    assert_eq!(
+        recorded,
+        Some(now.as_str()),
+        "the frames' contract has the fingerprint {now}, but format version {FRAME_SCHEMA_VERSION} records {recorded:?}: \
+         a change a reader can see (docs/FRAMES.md, \"Format version\") needs a new FRAME_SCHEMA_VERSION in \
+         model/src/run_dir.rs, with ({}, \"{now}\") added to FRAME_SCHEMA_FINGERPRINTS; the contract is:\n{}",
+        FRAME_SCHEMA_VERSION + 1,
+        pipeline::reference::frames_contract()
+    );
+    // Versions are recorded once each, in order, and no two share a contract.
+    let versions: Vec<u32> = FRAME_SCHEMA_FINGERPRINTS.iter().map(|(v, _)| *v).collect();
+    assert!(versions.windows(2).all(|w| w[0] < w[1]), "{versions:?}");
+    assert_eq!(versions.last(), Some(&FRAME_SCHEMA_VERSION));
+    let mut prints: Vec<&str> = FRAME_SCHEMA_FINGERPRINTS.iter().map(|(_, f)| *f).collect();
+    prints.sort_unstable();
+    prints.dedup();
+    assert_eq!(prints.len(), FRAME_SCHEMA_FINGERPRINTS.len());
+}
+
+/// The fingerprint sees what a reader sees: a type, a nullability, a value set or a time
+/// base changes it; a description does not.
+#[test]
+fn the_contract_fingerprint_sees_types_nulls_values_and_time_bases() {
+    use frames::schema::{ColumnType, FrameSpec, TimeBase, col, col_in};
+    let text = |c: frames::schema::ColumnSpec| {
+        FrameSpec {
+            name: "demo",
+            doc: "A frame.",
+            columns: Box::leak(Box::new([c])),
+        }
+        .contract_text()
+    };
+    let base = text(col("t", ColumnType::F64, false, "a time"));
+    assert_eq!(
+        base,
+        text(col("t", ColumnType::F64, false, "another wording"))
+    );
+    for changed in [
+        col("t", ColumnType::I64, false, "a time"),
+        col("t", ColumnType::F64, true, "a time"),
+        col("t", ColumnType::F64, false, "a time").time(TimeBase::EpochSeconds),
+        col("u", ColumnType::F64, false, "a time"),
+    ] {
+        assert_ne!(base, text(changed), "{changed:?}");
+    }
+    assert_ne!(
+        text(col_in("w", &["tmax"], "w")),
+        text(col_in("w", &["tmax", "deepswe"], "w"))
+    );
+}
+
+/// Every point in time is declared with its base, of the type the base says: every
+/// timestamp column is nanoseconds in UTC, and every column the naming convention of
+/// docs/FRAMES.md calls a time has a base.
+#[test]
+fn every_time_column_declares_its_base_and_every_timestamp_is_ns_utc() {
+    use frames::schema::{ColumnType, TimeBase};
+    let mut timed = 0;
+    for f in pipeline::schemas::frame_files() {
+        for c in f.spec.columns {
+            let at = format!("{}.{}", f.file, c.name);
+            if c.ty == ColumnType::DatetimeNs {
+                assert_eq!(c.time, Some(TimeBase::TimestampNsUtc), "{at}");
+            }
+            if let Some(t) = c.time {
+                assert_eq!(t.column_type(), c.ty, "{at}: {t:?}");
+                timed += 1;
+            }
+            let named_a_time = c.name.starts_with("gen_")
+                || c.name.starts_with("raw_")
+                || c.name.starts_with("kept_")
+                || c.name.ends_with("_offset_s")
+                || c.name.ends_with("_utc")
+                || (f.spec.name == "schedules" && matches!(c.name, "start_s" | "end_s"));
+            assert_eq!(
+                named_a_time,
+                c.time.is_some(),
+                "{at}: named like a time but without a time base, or the reverse"
+            );
+        }
+    }
+    assert_eq!(timed, 13);
+}

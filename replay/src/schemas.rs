@@ -1,7 +1,7 @@
 //! The column contracts of the replay's frames (declared with `frames::schema`, rendered
 //! into `schemas/` by `pipeline schemas`, checked on write).
 
-use frames::schema::{ColumnSpec, ColumnType::*, FrameSpec, col, col_in};
+use frames::schema::{ColumnSpec, ColumnType::*, FrameSpec, TimeBase, col, col_in};
 use model::run_dir::FRAME_SCHEMA_VERSION;
 
 const WORKLOADS: &[&str] = &["tmax", "deepswe"];
@@ -36,13 +36,15 @@ pub const SCHEDULES: FrameSpec = FrameSpec {
             F64,
             false,
             "Start, seconds (a whole number of nanoseconds).",
-        ),
+        )
+        .time(TimeBase::AfterReplayStart),
         col(
             "end_s",
             F64,
             false,
             "End = start + fixed duration, seconds.",
-        ),
+        )
+        .time(TimeBase::AfterReplayStart),
     ],
 };
 
@@ -108,6 +110,7 @@ pub const BOUNDS: FrameSpec = FrameSpec {
             nullable: true,
             values: LP_STATUSES,
             doc: "How the LP bound ended: converged, budget_exhausted (still a valid bound, only weaker) or skipped (see replay.json for why). Null for CPU/RAM.",
+            time: None,
         },
     ],
 };
