@@ -82,3 +82,14 @@ pub enum AuditError {
         detail: String,
     },
 }
+
+/// An unknown or ambiguous attempt id, or shards that cannot be merged, are bad input
+/// (exit 2); anything else failed (exit 1).
+impl model::exit::Classify for AuditError {
+    fn failure_kind(&self) -> model::stage::FailureKind {
+        match self {
+            AuditError::Lookup(_) | AuditError::Shards(_) => model::stage::FailureKind::Refused,
+            _ => model::stage::FailureKind::Failed,
+        }
+    }
+}

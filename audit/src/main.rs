@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
+use model::exit::Failure;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -83,20 +84,11 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err((code, e)) => {
-            eprintln!(
-                "{}",
-                model::error_chain::render_error_chain(&*e, model::error_chain::CauseLayout::Block)
-            );
-            ExitCode::from(code)
-        }
-    }
+    model::exit::finish(run(cli))
 }
 
-fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
-    let cfg = model::load_config(&cli.config).map_err(|e| (2, e.into()))?;
+fn run(cli: Cli) -> Result<(), Failure> {
+    let cfg = model::load_config(&cli.config)?;
     match cli.command {
         None if cli.shard.is_some() => {
             let shard = cli.shard.expect("checked");
@@ -107,7 +99,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
                     threads: cli.threads,
                 },
             )
-            .map_err(exit_code)?;
+            .map_err(Failure::of)?;
             model::outln!(
                 "audit shard {shard}: {}, {} attempts, parts in {}",
                 read_totals(&archives),
@@ -117,14 +109,13 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
             Ok(())
         }
         Some(Cmd::Merge) => {
-            let r = audit::merge_shards(&cfg).map_err(exit_code)?;
+            let r = audit::merge_shards(&cfg).map_err(Failure::of)?;
             print_cohorts(&r);
             Ok(())
         }
         None => {
             let written = model::stage::written_files(&audit::AuditStage, &cfg);
-            model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, cli.force, |_, _| false)
-                .map_err(|e| (2, e.into()))?;
+            model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, cli.force, |_, _| false)?;
             let r = audit::run(
                 &cfg,
                 &audit::AuditOptions {
@@ -132,7 +123,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
                 },
             )
             .context("audit failed")
-            .map_err(|e| (1, e))?;
+            .map_err(Failure::failed)?;
             print_cohorts(&r);
             Ok(())
         }
@@ -143,9 +134,9 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
         }) => {
             let (archive, prefix) =
                 audit::extract::locate_attempt(&cfg, &attempt, workload.as_deref())
-                    .map_err(exit_code)?;
+                    .map_err(Failure::of)?;
             let x = audit::extract::extract_attempt(&cfg, &archive, &prefix, &to)
-                .map_err(|e| (1, e.into()))?;
+                .map_err(Failure::failed)?;
             model::outln!(
                 "extracted {} files of {} from {} into {}",
                 x.files.len(),
@@ -163,7 +154,7 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
         }) => {
             let doc =
                 audit::show::show_attempt(&cfg, &attempt, workload.as_deref(), archive.as_deref())
-                    .map_err(exit_code)?;
+                    .map_err(Failure::of)?;
             let text = if json {
                 serde_json::to_string_pretty(&doc).expect("show document serializes") + "\n"
             } else {
@@ -174,15 +165,12 @@ fn run(cli: Cli) -> Result<(), (u8, anyhow::Error)> {
             if doc.consistent {
                 Ok(())
             } else {
-                Err((
-                    1,
-                    anyhow::anyhow!(
-                        "attempt `{}` as re-derived from archive `{}` differs from the frames in {} value(s)",
-                        doc.attempt_id,
-                        doc.archive_id,
-                        doc.differences.len()
-                    ),
-                ))
+                Err(Failure::failed(anyhow::anyhow!(
+                    "attempt `{}` as re-derived from archive `{}` differs from the frames in {} value(s)",
+                    doc.attempt_id,
+                    doc.archive_id,
+                    doc.differences.len()
+                )))
             }
         }
     }
@@ -200,20 +188,6 @@ fn print_cohorts(r: &audit::AuditReport) {
             s.flagged.len()
         );
     }
-}
-
-/// An unknown or ambiguous attempt id, or shards that cannot be merged, are bad input
-/// (2); anything else failed (1).
-fn exit_code(e: audit::AuditError) -> (u8, anyhow::Error) {
-    let code = if matches!(
-        e,
-        audit::AuditError::Lookup(_) | audit::AuditError::Shards(_)
-    ) {
-        2
-    } else {
-        1
-    };
-    (code, e.into())
 }
 
 /// `N archives read: M members, X MB compressed, Y MB uncompressed` (MB = 10^6 bytes).

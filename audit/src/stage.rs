@@ -408,11 +408,7 @@ impl model::Stage for AuditStage {
         _ctx: &model::StageContext,
     ) -> Option<Result<String, model::StageError>> {
         Some(merge_shards(cfg).map(|r| cohort_summary(&r)).map_err(|e| {
-            let kind = match e {
-                AuditError::Shards(_) => model::stage::FailureKind::Refused,
-                _ => model::stage::FailureKind::Failed,
-            };
-            model::StageError::new(STAGE_NAME, kind, e)
+            model::StageError::new(STAGE_NAME, model::exit::Classify::failure_kind(&e), e)
         }))
     }
 }

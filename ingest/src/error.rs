@@ -322,18 +322,21 @@ pub enum IngestError {
 }
 
 impl IngestError {
-    /// Process exit code: 2 for unusable configuration, 1 for everything else.
-    pub fn exit_code(&self) -> i32 {
-        match self {
-            IngestError::Config(_) | IngestError::Shards(_) => 2,
-            _ => 1,
-        }
-    }
-
     pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> IngestError + '_ {
         move |source| IngestError::Io {
             path: path.to_path_buf(),
             source,
+        }
+    }
+}
+
+/// An unusable configuration or shards that cannot be merged are refusals (exit 2);
+/// everything else failed (exit 1).
+impl model::exit::Classify for IngestError {
+    fn failure_kind(&self) -> model::stage::FailureKind {
+        match self {
+            IngestError::Config(_) | IngestError::Shards(_) => model::stage::FailureKind::Refused,
+            _ => model::stage::FailureKind::Failed,
         }
     }
 }

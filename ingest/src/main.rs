@@ -1,10 +1,11 @@
 //! `ingest --config pipeline.yaml [--offline] [--parallel N] [--quiet]`: fetch and verify
-//! every archive (docs/INGEST.md). Parses arguments, calls [`ingest::run`], maps errors to exit
-//! codes: 1 for failed archives or I/O, 2 for usage and configuration errors.
+//! every archive (docs/INGEST.md). Parses arguments, calls [`ingest::run`], and ends with
+//! [`model::exit::finish`]: 1 for failed archives or I/O, 2 for usage and configuration errors.
 
 mod cli_progress;
 
 use clap::Parser;
+use model::exit::{Exit, Failure};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -52,65 +53,47 @@ enum Command {
     Merge,
 }
 
-fn print_error(e: &anyhow::Error) {
-    eprintln!(
-        "{}",
-        model::error_chain::render_error_chain(&**e, model::error_chain::CauseLayout::Inline)
-    );
-}
-
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return if e.use_stderr() {
+                Exit::Refused.into()
+            } else {
+                Exit::Success.into()
+            };
         }
     };
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)
         .init();
+    model::exit::finish(run(args))
+}
+
+fn run(args: Args) -> Result<(), Failure> {
     if args.print_ledger_schema {
         model::out!(
             "{}",
             ingest::ledger::LEDGER.json_schema_text(model::run_dir::FRAME_SCHEMA_VERSION)
         );
-        return ExitCode::SUCCESS;
+        return Ok(());
     }
     let config = args.config.expect("clap requires --config");
-    let cfg = match model::load_config(&config) {
-        Ok(c) => c,
-        Err(e) => {
-            print_error(&anyhow::Error::new(e));
-            return ExitCode::from(2);
-        }
-    };
+    let cfg = model::load_config(&config)?;
     if let Some(Command::Merge) = args.command {
-        return match ingest::engine::merge_shards(&cfg) {
-            Ok(rows) => {
-                model::outln!(
-                    "ingest: merged {} ledger rows of {} archives into {}",
-                    rows.len(),
-                    cfg.archives.len(),
-                    cfg.run_dir.join(ingest::LEDGER_FILE).display()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                let code = e.exit_code() as u8;
-                print_error(&anyhow::Error::new(e));
-                ExitCode::from(code)
-            }
-        };
+        let rows = ingest::engine::merge_shards(&cfg).map_err(Failure::of)?;
+        model::outln!(
+            "ingest: merged {} ledger rows of {} archives into {}",
+            rows.len(),
+            cfg.archives.len(),
+            cfg.run_dir.join(ingest::LEDGER_FILE).display()
+        );
+        return Ok(());
     }
     let written = model::stage::written_files(&ingest::IngestStage, &cfg);
-    if let Err(e) =
-        model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, args.force, |_, _| false)
-    {
-        print_error(&anyhow::Error::new(e));
-        return ExitCode::from(2);
-    }
+    model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, args.force, |_, _| false)?;
     let opts = ingest::IngestOptions {
         offline: args.offline,
         accept_unchecked: args.accept_unchecked,
@@ -119,15 +102,7 @@ fn main() -> ExitCode {
         shard: args.shard,
         ..ingest::IngestOptions::from_process_env()
     };
-    match ingest::run(&cfg, &opts) {
-        Ok(report) => {
-            model::outln!("ingest: {}", report.summary_line());
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            let code = e.exit_code() as u8;
-            print_error(&anyhow::Error::new(e));
-            ExitCode::from(code)
-        }
-    }
+    let report = ingest::run(&cfg, &opts).map_err(Failure::of)?;
+    model::outln!("ingest: {}", report.summary_line());
+    Ok(())
 }

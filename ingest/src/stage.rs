@@ -3,7 +3,7 @@
 
 use crate::{IngestError, IngestOptions, LEDGER_FILE, ProgressSink, RUN_JSON_FILE};
 use model::LoadedConfig;
-use model::stage::{FailureKind, Stage, StageContext, StageError, StageInput, StageProgress};
+use model::stage::{Stage, StageContext, StageError, StageInput, StageProgress};
 use std::sync::Arc;
 
 /// The ingest stage.
@@ -95,9 +95,5 @@ impl Stage for IngestStage {
 }
 
 fn stage_error(e: IngestError) -> StageError {
-    let kind = match e.exit_code() {
-        2 => FailureKind::Refused,
-        _ => FailureKind::Failed,
-    };
-    StageError::new(STAGE_NAME, kind, e)
+    StageError::new(STAGE_NAME, model::exit::Classify::failure_kind(&e), e)
 }

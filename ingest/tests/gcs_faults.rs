@@ -51,7 +51,10 @@ fn wrong_generation_tampered_short_and_missing_objects_fail_alone() {
 
     let cfg = c.pipeline("gcs-faults", &rows, &[Gcs], Some(gcs.url()), None);
     let err = ingest::run(&cfg, &opts()).unwrap_err();
-    assert_eq!(err.exit_code(), 1);
+    assert_eq!(
+        model::exit::Classify::failure_kind(&err),
+        model::stage::FailureKind::Failed
+    );
     let text = err.to_string();
     let report = failed_report(Err(err));
 

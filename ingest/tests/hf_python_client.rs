@@ -2,8 +2,11 @@
 //! from it with `HF_ENDPOINT` pointed at it, reading the 302's metadata and fetching the bytes
 //! from the content host (with the token sent to the Hub only), and reads its listing API
 //! (`HfApi.dataset_info`, `HfApi.list_repo_tree` across pages, and the errors of an unknown
-//! revision and repository). The client is the one `scripts/test` installs
-//! (`AGENTRACE_PYTHON`); without it both tests fail and say so.
+//! revision and repository); and the strict Hub's behaviour is what the client knows: its
+//! refusals raise the client's own errors, it follows a renamed repository's relative
+//! redirect, quotes an odd shard name as ingest does, and parses and waits out the
+//! `RateLimit` headers. The client is the one `scripts/test` installs (`AGENTRACE_PYTHON`);
+//! without it every test fails and says so.
 
 mod common;
 
@@ -202,4 +205,209 @@ fn the_real_huggingface_hub_client_reads_the_listing_api() {
         api.iter()
             .all(|r| r.authorization.as_deref() == Some(&format!("Bearer {secret}")[..]))
     );
+}
+
+const REFUSALS: &str = r#"
+import json, sys
+from huggingface_hub import hf_hub_download
+endpoint, repo, rev, token, cache, gated, old, odd = sys.argv[1:9]
+def download(repo_id, filename, revision=rev, tok=token):
+    return hf_hub_download(repo_id=repo_id, filename=filename, repo_type="dataset",
+                           revision=revision, cache_dir=cache, token=tok, endpoint=endpoint)
+def refusal(f):
+    try:
+        f()
+        return None
+    except Exception as e:
+        response = getattr(e, "response", None)
+        return [type(e).__name__, response.status_code if response is not None else None]
+shard = "raw/shard-00000.tar"
+print(json.dumps({
+    "errors": {
+        "gated": refusal(lambda: download(gated, shard)),
+        "gated_no_token": refusal(lambda: download(gated, shard, tok=False)),
+        "unknown_repo": refusal(lambda: download("agentrace-demo/agent-workload-tracse", shard)),
+        "missing_revision": refusal(lambda: download(repo, shard, revision="0" * 40)),
+        "missing_file": refusal(lambda: download(repo, "raw/shard-99999.tar")),
+    },
+    "renamed": download(old, shard),
+    "odd": download(repo, odd),
+}))
+"#;
+
+const RATE_LIMITED: &str = r#"
+import json, sys, time
+from huggingface_hub import HfApi
+from huggingface_hub.errors import HfHubHTTPError
+from huggingface_hub.utils import http_backoff, parse_ratelimit_headers
+endpoint, repo, rev, token = sys.argv[1:5]
+api = HfApi(endpoint=endpoint, token=token)
+served = 0
+while True:
+    try:
+        api.dataset_info(repo, revision=rev)
+        served += 1
+    except HfHubHTTPError as e:
+        refused = e
+        break
+info = parse_ratelimit_headers(refused.response.headers)
+start = time.monotonic()
+again = http_backoff("GET", f"{endpoint}/api/datasets/{repo}/revision/{rev}",
+                     headers={"authorization": f"Bearer {token}"}, max_retries=3)
+print(json.dumps({
+    "served": served,
+    "status": refusal_status if (refusal_status := refused.response.status_code) else None,
+    "message_names_the_limit": "you have reached your 'api' rate limit" in str(refused),
+    "remaining": info.remaining,
+    "limit": info.limit,
+    "window_seconds": info.window_seconds,
+    "reset_in_seconds": info.reset_in_seconds,
+    "after_wait": again.status_code,
+    "waited_s": time.monotonic() - start,
+}))
+"#;
+
+/// The real client, run with `HF_ENDPOINT` pointed at the local Hub and no Hub variables of
+/// the calling process.
+fn python_client(script: &str, args: &[&str], home: &std::path::Path) -> serde_json::Value {
+    let out = Command::new(testkit::python())
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .env("HF_HUB_DISABLE_TELEMETRY", "1")
+        .env("HF_HUB_DISABLE_XET", "1")
+        .env("HF_HOME", home)
+        .env_remove("HF_TOKEN")
+        .env_remove("HF_ENDPOINT")
+        .env_remove("HF_HUB_OFFLINE")
+        .output()
+        .expect("python runs");
+    assert!(
+        out.status.success(),
+        "huggingface_hub failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+/// The strict Hub's refusals, redirects and names are the ones the real client knows: a
+/// gated dataset raises `GatedRepoError` (403 with a token, 401 without), a mistyped
+/// repository `RepositoryNotFoundError` (401, as the real Hub answers), an unknown revision
+/// `RevisionNotFoundError` and a missing file `RemoteEntryNotFoundError` (404 each); the
+/// client follows a renamed repository's relative redirect, and quotes an odd shard name
+/// exactly as ingest does. Fails when the client is missing.
+#[test]
+fn the_real_huggingface_hub_client_knows_the_strict_hubs_refusals_redirects_and_names() {
+    testkit::require_python_modules(&["huggingface_hub"])
+        .unwrap_or_else(|e| panic!("the Hub refusals test needs huggingface_hub: {e}"));
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let repo = demo::write::DEMO_HF_REPO;
+    let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
+    let shard0 = c.root().join("shards/shard-00000.tar");
+    let gated = "agentrace-demo/gated-traces";
+    hub.add_file(gated, &rev, "raw/shard-00000.tar", &shard0)
+        .unwrap();
+    hub.set_gated(gated, &[]);
+    let old = "agentrace-demo/old-traces";
+    hub.add_file(old, &rev, "raw/shard-00000.tar", &shard0)
+        .unwrap();
+    hub.rename_repo(old, "agentrace-demo/renamed-traces");
+    let odd = "raw/shard #0?é.tar";
+    hub.add_file(repo, &rev, odd, &shard0).unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let cache = home.path().join("cache");
+    let endpoint = hub.endpoint();
+    let v = python_client(
+        REFUSALS,
+        &[
+            &endpoint,
+            repo,
+            &rev,
+            "hf_someone",
+            &cache.display().to_string(),
+            gated,
+            old,
+            odd,
+        ],
+        home.path(),
+    );
+    assert_eq!(
+        v["errors"],
+        serde_json::json!({
+            "gated": ["GatedRepoError", 403],
+            "gated_no_token": ["GatedRepoError", 401],
+            "unknown_repo": ["RepositoryNotFoundError", 401],
+            "missing_revision": ["RevisionNotFoundError", 404],
+            "missing_file": ["RemoteEntryNotFoundError", 404],
+        })
+    );
+    let want = std::fs::read(&shard0).unwrap();
+    for case in ["renamed", "odd"] {
+        let got = std::fs::read(v[case].as_str().unwrap()).unwrap();
+        assert!(got == want, "{case}: the downloaded shard differs");
+    }
+    let hub_reqs: Vec<(u16, String)> = hub
+        .requests()
+        .into_iter()
+        .filter(|r| r.role == HubRole::Hub && r.status < 400)
+        .map(|r| (r.status, r.target))
+        .collect();
+    assert_eq!(
+        hub_reqs,
+        vec![
+            (
+                307,
+                format!("/datasets/{old}/resolve/{rev}/raw/shard-00000.tar")
+            ),
+            (
+                302,
+                format!(
+                    "/datasets/agentrace-demo/renamed-traces/resolve/{rev}/raw/shard-00000.tar"
+                )
+            ),
+            // The same quoting as ingest's (`revisions_and_shard_names_are_percent_encoded...`).
+            (
+                302,
+                format!("/datasets/{repo}/resolve/{rev}/raw/shard%20%230%3F%C3%A9.tar")
+            ),
+        ]
+    );
+}
+
+/// The strict Hub's rate limit reads as the real client reads it: `RateLimit` and
+/// `RateLimit-Policy` parse to the quota, the window and the seconds left, the 429's message
+/// names the limit, and the client's own backoff, waiting as the header says, is served
+/// once the window has passed. Fails when the client is missing.
+#[test]
+fn the_real_huggingface_hub_client_reads_the_strict_hubs_rate_limit_and_waits_it_out() {
+    testkit::require_python_modules(&["huggingface_hub"])
+        .unwrap_or_else(|e| panic!("the Hub rate-limit test needs huggingface_hub: {e}"));
+    let c = small_corpus();
+    let hub = hub_with_corpus(&c);
+    let window = std::time::Duration::from_secs(2);
+    hub.set_rate_limit(Some(testkit::HubRateLimit { quota: 3, window }));
+    let home = tempfile::tempdir().unwrap();
+    let rev = demo::write::demo_hf_revision(demo::DEFAULT_SEED);
+    let v = python_client(
+        RATE_LIMITED,
+        &[
+            &hub.endpoint(),
+            demo::write::DEMO_HF_REPO,
+            &rev,
+            "hf_someone",
+        ],
+        home.path(),
+    );
+    assert_eq!(v["served"], 3, "{v}");
+    assert_eq!(v["status"], 429, "{v}");
+    assert_eq!(v["message_names_the_limit"], true, "{v}");
+    assert_eq!(v["remaining"], 0, "{v}");
+    assert_eq!(v["limit"], 3, "{v}");
+    assert_eq!(v["window_seconds"], 2, "{v}");
+    let reset = v["reset_in_seconds"].as_u64().unwrap();
+    assert!((1..=2).contains(&reset), "{v}");
+    assert_eq!(v["after_wait"], 200, "{v}");
+    // The client slept the header's seconds (plus its own one) before the retry.
+    assert!(v["waited_s"].as_f64().unwrap() >= reset as f64, "{v}");
 }

@@ -8,25 +8,8 @@ mod common;
 
 use common::*;
 use ingest::Verdict;
-use ingest::source::hf::shard_index::{SHARD_INDEX_DIR, write_record};
+use ingest::source::hf::shard_index::SHARD_INDEX_DIR;
 use model::config::LocationKind::Hf;
-use testkit::{HubRequest, HubRole};
-
-/// Content-host reads of one 512-byte header block.
-fn header_reads(requests: &[HubRequest]) -> usize {
-    requests
-        .iter()
-        .filter(|r| r.role == HubRole::Content)
-        .filter(|r| {
-            r.range
-                .as_deref()
-                .and_then(|v| v.strip_prefix("bytes="))
-                .and_then(|v| v.split_once('-'))
-                .and_then(|(a, b)| Some(b.parse::<u64>().ok()? - a.parse::<u64>().ok()? + 1))
-                == Some(512)
-        })
-        .count()
-}
 
 /// Every Hub row of the report verified.
 fn all_verified(report: &ingest::IngestReport) {
@@ -94,28 +77,8 @@ fn the_first_fetch_builds_the_table_and_later_processes_read_no_header() {
 fn a_table_written_by_pin_beside_the_manifest_serves_the_first_ingest() {
     let c = small_corpus();
     let hub = hub_with_corpus(&c);
-    let settings = ingest::pin::PinSettings {
-        hf_endpoint: hub.endpoint(),
-        initial_backoff: std::time::Duration::from_millis(5),
-        ..ingest::pin::PinSettings::from_env(&ingest::EnvOverrides::default())
-    };
-    let request = ingest::pin::PinRequest {
-        gcs: None,
-        hf: Some(
-            format!("{}:raw", demo::write::DEMO_HF_REPO)
-                .parse()
-                .unwrap(),
-        ),
-        rules: vec![],
-        filter: Default::default(),
-    };
-    let report = ingest::pin::pin(&request, &settings).expect("pin");
-    assert!(!report.shard_indexes.is_empty());
     let cfg = c.pipeline("pinned", &c.rows(), &[Hf], None, Some(hub.endpoint()));
-    let manifest_dir = cfg.path.parent().unwrap().join(SHARD_INDEX_DIR);
-    for r in &report.shard_indexes {
-        write_record(&manifest_dir, r).unwrap();
-    }
+    assert!(pin_shard_tables_beside(&cfg, &hub) > 0);
     hub.clear_requests();
     all_verified(&ingest::run(&cfg, &opts()).expect("ingest after pin"));
     assert_eq!(header_reads(&hub.requests()), 0, "{:?}", hub.requests());

@@ -5,7 +5,7 @@ pub mod compression;
 pub mod config;
 pub mod domain;
 pub mod error;
-pub mod error_chain;
+pub mod exit;
 pub mod manifest;
 pub mod out;
 pub mod process;

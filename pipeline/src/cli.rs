@@ -5,12 +5,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Exit code: success.
-pub const EXIT_OK: u8 = 0;
-/// Exit code: a stage ran and found a failure (verification, cohort mismatch, validation).
-pub const EXIT_FAILURE: u8 = 1;
-/// Exit code: bad usage or a refused configuration.
-pub const EXIT_USAGE: u8 = 2;
+pub use model::exit::Failure;
 
 /// Reruns the provenance chain of the agent-workload study: pinned archives -> audited
 /// Parquet frames -> schedule replay and search.
@@ -187,27 +182,6 @@ pub enum Command {
     },
 }
 
-/// A failure with the exit code it maps to.
-#[derive(Debug)]
-pub struct Failure {
-    /// Exit code.
-    pub code: u8,
-    /// The error chain.
-    pub error: anyhow::Error,
-}
-
-impl<E: Into<anyhow::Error>> From<E> for Failure {
-    fn from(e: E) -> Self {
-        let error = e.into();
-        let code = if model::error_chain::is_refusal(&*error) {
-            EXIT_USAGE
-        } else {
-            EXIT_FAILURE
-        };
-        Failure { code, error }
-    }
-}
-
 /// Run a parsed command.
 pub fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
@@ -225,18 +199,14 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 return Ok(());
             }
             let Some(out) = out else {
-                return Err(Failure {
-                    code: EXIT_USAGE,
-                    error: anyhow::anyhow!("demo --zoo NAME needs --out DIR"),
-                });
+                return Err(Failure::refused(anyhow::anyhow!(
+                    "demo --zoo NAME needs --out DIR"
+                )));
             };
             refuse_non_empty_out(&out, force)?;
             let s = match &zoo {
                 Some(name) => demo::zoo::find(name)
-                    .map_err(|e| Failure {
-                        code: EXIT_USAGE,
-                        error: e.into(),
-                    })?
+                    .map_err(Failure::refused)?
                     .generate(&out)
                     .with_context(|| {
                         format!("writing zoo instance `{name}` to {}", out.display())
@@ -318,14 +288,11 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 model::outln!("{}", r.build);
                 Ok(())
             } else {
-                Err(Failure {
-                    code: EXIT_FAILURE,
-                    error: anyhow::anyhow!(
-                        "{} differs from its provenance:\n  {}",
-                        run_dir.display(),
-                        r.differences.join("\n  ")
-                    ),
-                })
+                Err(Failure::failed(anyhow::anyhow!(
+                    "{} differs from its provenance:\n  {}",
+                    run_dir.display(),
+                    r.differences.join("\n  ")
+                )))
             }
         }
         Command::Pin {
@@ -380,14 +347,10 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
                 model::outln!("{}", summary.line(&dataset));
                 Ok(())
             }
-            Err(error) => Err(Failure {
-                code: if error.is::<crate::export::ExportRefused>() {
-                    EXIT_USAGE
-                } else {
-                    EXIT_FAILURE
-                },
-                error,
-            }),
+            Err(error) if error.is::<crate::export::ExportRefused>() => {
+                Err(Failure::refused(error))
+            }
+            Err(error) => Err(Failure::failed(error)),
         },
         Command::Schemas { out, docs } => {
             let mut files: Vec<(PathBuf, String)> = crate::schemas::all_schemas()
@@ -426,29 +389,15 @@ fn refuse_non_empty_out(out: &std::path::Path, force: bool) -> Result<(), Failur
         }
     };
     if entries.next().is_some() {
-        return Err(Failure {
-            code: EXIT_USAGE,
-            error: anyhow::anyhow!(
-                "{} is not empty; pass --force to write the corpus into it (replacing its pipeline.yaml, manifest.csv and archives), or choose an empty directory",
-                out.display()
-            ),
-        });
+        return Err(Failure::refused(anyhow::anyhow!(
+            "{} is not empty; pass --force to write the corpus into it (replacing its pipeline.yaml, manifest.csv and archives), or choose an empty directory",
+            out.display()
+        )));
     }
     Ok(())
 }
 
-/// Render a failure as `error: ...` with `Caused by:` lines and map it to an exit code.
+/// Print a failure and map it to the process's exit code ([`model::exit::finish`]).
 pub fn exit_code(r: Result<(), Failure>) -> ExitCode {
-    match r {
-        Ok(()) => ExitCode::from(EXIT_OK),
-        Err(f) => {
-            eprintln!("{}", render_error(&f.error));
-            ExitCode::from(f.code)
-        }
-    }
-}
-
-/// `error: top` then `Caused by:` and one indented line per cause.
-pub fn render_error(e: &anyhow::Error) -> String {
-    model::error_chain::render_error_chain(&**e, model::error_chain::CauseLayout::Block)
+    model::exit::finish(r)
 }

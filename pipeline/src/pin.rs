@@ -3,11 +3,9 @@
 //! the shards' member tables (`shard-index/` beside the manifest), list every skipped object
 //! and every pair of ids with the same bytes on stderr, and print one line per archive.
 
-use crate::cli::{EXIT_FAILURE, EXIT_USAGE, Failure};
+use crate::cli::Failure;
 use ingest::EnvOverrides;
-use ingest::pin::{
-    GcsPrefix, HubTarget, ObjectFilter, PinError, PinRequest, PinSettings, WorkloadRule,
-};
+use ingest::pin::{GcsPrefix, HubTarget, ObjectFilter, PinRequest, PinSettings, WorkloadRule};
 use ingest::source::hf::shard_index::{SHARD_INDEX_DIR, write_record};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -58,42 +56,31 @@ pub fn shard_index_dir(manifest: &Path) -> PathBuf {
 }
 
 fn usage(message: String) -> Failure {
-    Failure {
-        code: EXIT_USAGE,
-        error: anyhow::anyhow!(message),
-    }
+    Failure::refused(anyhow::anyhow!(message))
 }
 
 /// Run `pipeline pin` with the given environment.
 pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
-    let as_failure = |e: PinError| Failure {
-        code: if e.is_usage() {
-            EXIT_USAGE
-        } else {
-            EXIT_FAILURE
-        },
-        error: e.into(),
-    };
     let request = PinRequest {
         gcs: args
             .gcs
             .as_deref()
             .map(str::parse::<GcsPrefix>)
             .transpose()
-            .map_err(as_failure)?,
+            .map_err(Failure::of)?,
         hf: args
             .hf
             .as_deref()
             .map(str::parse::<HubTarget>)
             .transpose()
-            .map_err(as_failure)?,
+            .map_err(Failure::of)?,
         rules: args
             .workloads
             .iter()
             .map(|w| w.parse::<WorkloadRule>())
             .collect::<Result<_, _>>()
-            .map_err(as_failure)?,
-        filter: ObjectFilter::parse(&args.include, &args.exclude).map_err(as_failure)?,
+            .map_err(Failure::of)?,
+        filter: ObjectFilter::parse(&args.include, &args.exclude).map_err(Failure::of)?,
     };
     let report_file = report_path(&args.out);
     if !args.force {
@@ -112,21 +99,21 @@ pub fn pin_command(args: &PinArgs, env: &EnvOverrides) -> Result<(), Failure> {
         parallel: args.parallel.max(1),
         ..PinSettings::from_env(env)
     };
-    let report = ingest::pin::pin(&request, &settings).map_err(as_failure)?;
+    let report = ingest::pin::pin(&request, &settings).map_err(Failure::of)?;
     if let Some(g) = report.gcs.as_ref().filter(|_| !args.quiet) {
         eprintln!("pin: {}", g.credentials);
     }
     if let Some(dir) = args.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| Failure {
-            code: EXIT_FAILURE,
-            error: anyhow::anyhow!("creating {}: {e}", dir.display()),
-        })?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Failure::failed(anyhow::anyhow!("creating {}: {e}", dir.display())))?;
     }
     let index_dir = shard_index_dir(&args.out);
     for record in &report.shard_indexes {
-        write_record(&index_dir, record).map_err(|e| Failure {
-            code: EXIT_FAILURE,
-            error: anyhow::anyhow!("writing the shard index in {}: {e}", index_dir.display()),
+        write_record(&index_dir, record).map_err(|e| {
+            Failure::failed(anyhow::anyhow!(
+                "writing the shard index in {}: {e}",
+                index_dir.display()
+            ))
         })?;
     }
     frames::atomic_write(&args.out, report.manifest_csv().as_bytes())?;

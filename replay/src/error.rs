@@ -107,3 +107,13 @@ fn summarize(failures: &[schedule::reference::ScheduleFailure]) -> String {
         .collect::<Vec<_>>()
         .join("; ")
 }
+
+/// A configuration that cannot be loaded is a refusal (exit 2); anything else failed (1).
+impl model::exit::Classify for ReplayError {
+    fn failure_kind(&self) -> model::stage::FailureKind {
+        match self {
+            ReplayError::Config(_) => model::stage::FailureKind::Refused,
+            _ => model::stage::FailureKind::Failed,
+        }
+    }
+}

@@ -1,8 +1,9 @@
 //! `replay`: the replay stage's command line. Parses arguments, calls the library, prints a
 //! summary or `error: ...` with `Caused by:` lines, and exits non-zero on failure.
 
-use anyhow::{Context, Result};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+use model::exit::Failure;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -42,7 +43,7 @@ enum Command {
     },
 }
 
-fn run(cli: Cli) -> Result<()> {
+fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Some(Command::Validate {
             schedules,
@@ -76,7 +77,8 @@ fn run(cli: Cli) -> Result<()> {
         None => {
             let config = cli
                 .config
-                .context("missing --config pipeline.yaml (or a subcommand)")?;
+                .context("missing --config pipeline.yaml (or a subcommand)")
+                .map_err(Failure::refused)?;
             let cfg = model::load_config(&config)?;
             let written = model::stage::written_files(&replay::ReplayStage, &cfg);
             model::run_dir::refuse_foreign_files(&cfg.run_dir, &written, cli.force, |_, _| false)?;
@@ -84,7 +86,7 @@ fn run(cli: Cli) -> Result<()> {
                 threads: cli.threads,
             };
             let report = replay::run(&cfg, &opts)
-                .with_context(|| format!("replay of {}", config.display()))?;
+                .map_err(|e| Failure::of(e).context(format!("replay of {}", config.display())))?;
             for w in &report.workloads {
                 model::outln!(
                     "{}: {} attempts, deadline {} s, {} candidates",
@@ -113,20 +115,5 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!(
-                "{}",
-                model::error_chain::render_error_chain(&*e, model::error_chain::CauseLayout::Block)
-            );
-            // A refused config or run directory is exit 2, any other failure exit 1.
-            ExitCode::from(if model::error_chain::is_refusal(&*e) {
-                2
-            } else {
-                1
-            })
-        }
-    }
+    model::exit::finish(run(Cli::parse()))
 }

@@ -514,11 +514,7 @@ impl model::Stage for ReplayStage {
             },
         )
         .map_err(|e| {
-            let kind = match e {
-                ReplayError::Config(_) => model::stage::FailureKind::Refused,
-                _ => model::stage::FailureKind::Failed,
-            };
-            model::StageError::new(STAGE_NAME, kind, e)
+            model::StageError::new(STAGE_NAME, model::exit::Classify::failure_kind(&e), e)
         })?;
         let parts: Vec<String> = r
             .workloads

@@ -736,10 +736,15 @@ impl PinError {
             detail,
         })
     }
+}
 
-    /// Whether the arguments were at fault (exit code 2) rather than the sources (1).
-    pub fn is_usage(&self) -> bool {
-        matches!(self, PinError::Usage(_))
+/// The arguments at fault are a refusal (exit 2); the sources failing is a failure (1).
+impl model::exit::Classify for PinError {
+    fn failure_kind(&self) -> model::stage::FailureKind {
+        match self {
+            PinError::Usage(_) => model::stage::FailureKind::Refused,
+            _ => model::stage::FailureKind::Failed,
+        }
     }
 }
 

@@ -209,3 +209,49 @@ pub(crate) fn failed_report(
         Err(e) => panic!("expected ArchivesFailed, got {e}"),
     }
 }
+
+/// Content-host reads of one 512-byte tar-header block.
+pub(crate) fn header_reads(requests: &[testkit::HubRequest]) -> usize {
+    requests
+        .iter()
+        .filter(|r| r.role == testkit::HubRole::Content)
+        .filter(|r| {
+            r.range
+                .as_deref()
+                .and_then(|v| v.strip_prefix("bytes="))
+                .and_then(|v| v.split_once('-'))
+                .and_then(|(a, b)| Some(b.parse::<u64>().ok()? - a.parse::<u64>().ok()? + 1))
+                == Some(512)
+        })
+        .count()
+}
+
+/// `pipeline pin` of the demo dataset's raw shards on `hub`, its shard tables written
+/// beside `cfg`'s manifest (where ingest reads them); how many tables.
+pub(crate) fn pin_shard_tables_beside(cfg: &LoadedConfig, hub: &HubServer) -> usize {
+    let settings = ingest::pin::PinSettings {
+        hf_endpoint: hub.endpoint(),
+        initial_backoff: Duration::from_millis(5),
+        ..ingest::pin::PinSettings::from_env(&ingest::EnvOverrides::default())
+    };
+    let request = ingest::pin::PinRequest {
+        gcs: None,
+        hf: Some(
+            format!("{}:raw", demo::write::DEMO_HF_REPO)
+                .parse()
+                .unwrap(),
+        ),
+        rules: vec![],
+        filter: Default::default(),
+    };
+    let report = ingest::pin::pin(&request, &settings).expect("pin");
+    let beside = cfg
+        .path
+        .parent()
+        .unwrap()
+        .join(ingest::source::hf::shard_index::SHARD_INDEX_DIR);
+    for r in &report.shard_indexes {
+        ingest::source::hf::shard_index::write_record(&beside, r).unwrap();
+    }
+    report.shard_indexes.len()
+}
