@@ -195,6 +195,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
         Scale::X10 => 10,
         Scale::X100 => 100,
     };
+    let study = model::study::study(w);
     match (w, scale) {
         (WorkloadId::Tmax, Scale::Small) => Shape {
             tasks: 23,
@@ -207,7 +208,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             archives: 2,
             pilot_archives: 1,
             repos: 0,
-            median_duration_s: 900.0,
+            median_duration_s: study.median_duration_s,
             concurrency: 16.0,
             anomalies: Anomalies {
                 missing_timer: 1,
@@ -222,9 +223,9 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
         },
         (WorkloadId::Tmax, _) => Shape {
             // 255 tasks, 12 of them twice: 267 trials.
-            tasks: 255 * k,
-            attempts_per_task: 1,
-            repeated_tasks: 12 * k,
+            tasks: study.tasks * k,
+            attempts_per_task: study.attempts_per_task,
+            repeated_tasks: study.repeated_tasks * k,
             exceptions: 14 * k,
             infra_failures: 0,
             llm_query_errors: 0,
@@ -232,7 +233,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             archives: 3 * k,
             pilot_archives: k,
             repos: 0,
-            median_duration_s: 900.0,
+            median_duration_s: study.median_duration_s,
             concurrency: 16.0,
             anomalies: Anomalies {
                 missing_timer: 3,
@@ -257,7 +258,7 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             archives: 2,
             pilot_archives: 1,
             repos: 3,
-            median_duration_s: 1200.0,
+            median_duration_s: study.median_duration_s,
             concurrency: 32.0,
             anomalies: Anomalies {
                 missing_timer: 1,
@@ -271,8 +272,8 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             },
         },
         (WorkloadId::Deepswe, _) => Shape {
-            tasks: 500 * k,
-            attempts_per_task: 4,
+            tasks: study.tasks * k,
+            attempts_per_task: study.attempts_per_task,
             repeated_tasks: 0,
             exceptions: 0,
             infra_failures: 2 * k,
@@ -280,8 +281,8 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
             pilot_tasks: 25 * k,
             archives: 10 * k,
             pilot_archives: k,
-            repos: 40,
-            median_duration_s: 1200.0,
+            repos: study.repos,
+            median_duration_s: study.median_duration_s,
             concurrency: 32.0,
             anomalies: Anomalies {
                 missing_timer: 5,
@@ -298,10 +299,10 @@ fn shape(w: WorkloadId, scale: Scale) -> Shape {
     }
 }
 
-/// Epoch seconds of the first tmax trial (2025-09-01T00:00:00Z).
-const TMAX_EPOCH: u64 = 1_756_684_800;
-/// Epoch seconds of the first deepswe census attempt (2025-09-10T00:00:00Z).
-const DEEPSWE_EPOCH: u64 = 1_757_462_400;
+/// Epoch seconds of the first tmax trial.
+const TMAX_EPOCH: u64 = model::study::study(WorkloadId::Tmax).epoch_s;
+/// Epoch seconds of the first deepswe census attempt.
+const DEEPSWE_EPOCH: u64 = model::study::study(WorkloadId::Deepswe).epoch_s;
 /// Epoch seconds of the first deepswe pilot attempt (2025-08-20T00:00:00Z).
 const PILOT_EPOCH: u64 = 1_755_648_000;
 

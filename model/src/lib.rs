@@ -13,6 +13,7 @@ pub mod run_dir;
 pub mod run_lock;
 pub mod shard;
 pub mod stage;
+pub mod study;
 pub mod threads;
 
 pub use config::{LoadedConfig, PipelineConfig, load_config};

@@ -30,29 +30,33 @@ pub struct SyntheticShape {
 }
 
 impl SyntheticShape {
-    /// deepswe-like: 500 tasks x 4 attempts, ~60 requests each, 40 repositories.
+    /// deepswe-like: the study's 500 tasks x 4 attempts and 40 repositories
+    /// ([`model::study`]), ~60 requests each.
     pub fn deepswe() -> Self {
+        let study = model::study::study(WorkloadId::Deepswe);
         SyntheticShape {
             workload: WorkloadId::Deepswe,
-            tasks: 500,
-            attempts_per_task: 4,
+            tasks: study.tasks,
+            attempts_per_task: study.attempts_per_task,
             requests_per_attempt: 60,
-            repos: 40,
-            median_duration_s: 1200.0,
+            repos: study.repos,
+            median_duration_s: study.median_duration_s,
             caps: ReplayCaps::study(WorkloadId::Deepswe),
             seed: 7,
         }
     }
 
-    /// tmax-like: 253 single-attempt tasks with quotas that make both caps bind.
+    /// tmax-like: the study's 253 included trials as single-attempt tasks
+    /// ([`model::study`]), with three repositories whose quotas make both caps bind.
     pub fn tmax() -> Self {
+        let study = model::study::study(WorkloadId::Tmax);
         SyntheticShape {
             workload: WorkloadId::Tmax,
-            tasks: 253,
-            attempts_per_task: 1,
+            tasks: study.included,
+            attempts_per_task: study.attempts_per_task,
             requests_per_attempt: 60,
             repos: 3,
-            median_duration_s: 900.0,
+            median_duration_s: study.median_duration_s,
             caps: ReplayCaps::study(WorkloadId::Tmax),
             seed: 11,
         }
@@ -91,7 +95,8 @@ pub fn synthetic_instance(shape: &SyntheticShape) -> Result<WorkloadInstance, In
         });
     }
     let mut attempts = Vec::new();
-    let mut clock = 1_757_462_400.0f64;
+    // Every shape's clock starts at the deepswe census's first attempt.
+    let mut clock = model::study::study(WorkloadId::Deepswe).epoch_s as f64;
     for t in 0..shape.tasks {
         let repo = t % repos;
         let task_blob = blobs.len() as u32;
