@@ -56,7 +56,7 @@ impl AttemptRow {
 /// Every row of `attempts.parquet` with this attempt id (any workload, any archive).
 pub fn attempt_rows(cfg: &LoadedConfig, attempt_id: &str) -> Result<Vec<AttemptRow>, AuditError> {
     use crate::schema::ATTEMPTS;
-    let p = RunDir::new(&cfg.run_dir).file(&format!("{}.parquet", ATTEMPTS.name));
+    let p = RunDir::new(&cfg.run_dir).file(&ATTEMPTS.parquet_file());
     let df = frames::read_declared(&p, &ATTEMPTS, model::run_dir::FRAME_SCHEMA_VERSION)?;
     let col = |n: &str| frames::str_values(&df, &p, n);
     let ids = col(const { ATTEMPTS.column("attempt_id") })?;

@@ -13,16 +13,6 @@ use std::path::PathBuf;
 /// Metadata key listing the source archives (`id=sha256` joined by `,`).
 pub const KEY_SOURCE_ARCHIVES: &str = "agentrace.source_archives";
 
-/// The frames the audit writes, in order.
-pub const AUDIT_FRAMES: [&str; 6] = [
-    "attempts",
-    "requests",
-    "clipping",
-    "exclusions",
-    "blobs",
-    "attempt_blobs",
-];
-
 /// `audit.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -65,7 +55,7 @@ impl AuditFrameWriters {
     pub fn new(run: &RunDir, sources: &str) -> Self {
         let writer = |spec: &'static frames::schema::FrameSpec| {
             frames::FrameStreamWriter::new(
-                &run.file(&format!("{}.parquet", spec.name)),
+                &run.file(&spec.parquet_file()),
                 spec,
                 meta(spec.name, sources),
             )
@@ -393,9 +383,9 @@ pub const AUDIT_JSON_FILE: &str = "audit.json";
 
 /// Every file the audit writes whose bytes are a result: the frames, then `audit.json`.
 pub fn audit_outputs() -> Vec<String> {
-    AUDIT_FRAMES
+    crate::schema::AUDIT_FRAME_SPECS
         .iter()
-        .map(|f| format!("{f}.parquet"))
+        .map(|spec| spec.parquet_file())
         .chain(std::iter::once(AUDIT_JSON_FILE.to_string()))
         .collect()
 }

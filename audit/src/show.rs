@@ -509,7 +509,7 @@ fn stored_rows(
     keys: &[(&str, &str)],
     prefix_of: Option<(&str, &str)>,
 ) -> Result<DataFrame, AuditError> {
-    let p = run.file(&format!("{}.parquet", spec.name));
+    let p = run.file(&spec.parquet_file());
     let df = frames::read_declared(&p, spec, FRAME_SCHEMA_VERSION)?;
     let mut mask = vec![true; df.height()];
     for (col, want) in keys {
@@ -555,7 +555,7 @@ fn value_text(v: &AnyValue) -> String {
 /// Compare the frame rows `derived` (built by the writer's code) with `stored`, column by
 /// column as declared; each difference in words.
 fn compare_rows(spec: &FrameSpec, stored: &DataFrame, derived: &DataFrame, out: &mut Vec<String>) {
-    let file = format!("{}.parquet", spec.name);
+    let file = spec.parquet_file();
     if stored.height() != derived.height() {
         out.push(format!(
             "{file} holds {} rows for this attempt; the archive gives {}",

@@ -186,9 +186,9 @@ fn finish(
         writers.write(&batch)?;
     }
     let blob_size_conflicts = writers.finish()?;
-    let mut written: Vec<PathBuf> = output::AUDIT_FRAMES
+    let mut written: Vec<PathBuf> = crate::schema::AUDIT_FRAME_SPECS
         .iter()
-        .map(|f| run_dir.file(&format!("{f}.parquet")))
+        .map(|spec| run_dir.file(&spec.parquet_file()))
         .collect();
     let mut workloads = BTreeMap::new();
     for (w, wc) in cfg.config.workloads.iter() {

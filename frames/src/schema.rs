@@ -200,6 +200,11 @@ pub struct FrameSpec {
 }
 
 impl FrameSpec {
+    /// The frame's file below the run directory: `<name>.parquet` (the rule, once).
+    pub fn parquet_file(&self) -> String {
+        format!("{}.parquet", self.name)
+    }
+
     /// The declared column `name`, for readers: used in a `const` (as
     /// `const DIGEST: &str = BLOBS.column("digest");`), a name the frame does not declare
     /// fails to compile, so a renamed column cannot be read under its old name.

@@ -26,7 +26,7 @@ pub fn frame_files() -> Vec<FrameFile> {
     for spec in audit::schema::AUDIT_FRAME_SPECS {
         out.push(FrameFile {
             stage: "audit",
-            file: format!("{}.parquet", spec.name),
+            file: spec.parquet_file(),
             spec: *spec,
         });
     }

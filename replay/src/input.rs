@@ -3,6 +3,7 @@
 
 use crate::error::ReplayError;
 use audit::schema::{ATTEMPT_BLOBS, ATTEMPTS, BLOBS, REQUESTS};
+use frames::schema::FrameSpec;
 use model::WorkloadId;
 use polars::prelude::*;
 use schedule::{AttemptInput, BlobInput, WorkloadInstance};
@@ -17,7 +18,7 @@ pub struct ReplayInput {
 }
 
 /// The audit frames the replay reads, below the run directory (the audit's declared frames).
-pub const INPUT_FRAMES: [&str; 4] = [ATTEMPTS.name, REQUESTS.name, BLOBS.name, ATTEMPT_BLOBS.name];
+pub const INPUT_FRAMES: [&FrameSpec; 4] = [&ATTEMPTS, &REQUESTS, &BLOBS, &ATTEMPT_BLOBS];
 
 // The columns read, named through the audit's declared schemas: a column the audit does not
 // declare (renamed, say) fails to compile here.

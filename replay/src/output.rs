@@ -253,15 +253,15 @@ pub fn write_outputs(
 
     // replay.json.
     let mut inputs = Vec::new();
-    for name in INPUT_FRAMES {
-        let file = format!("{name}.parquet");
+    for spec in INPUT_FRAMES {
+        let file = spec.parquet_file();
         let path = dir.file(&file);
         let bytes = std::fs::read(&path).map_err(|source| ReplayError::Io {
             path: path.clone(),
             source,
         })?;
         inputs.push(InputRecord {
-            frame: name.to_string(),
+            frame: spec.name.to_string(),
             file,
             sha256: hex::encode(sha2::Sha256::digest(&bytes)),
         });

@@ -216,7 +216,7 @@ pub fn file_of(spec: &FrameSpec) -> String {
     if spec.name == JOINT_SCHEDULES.name {
         format!("{}.csv", spec.name)
     } else {
-        format!("{}.parquet", spec.name)
+        spec.parquet_file()
     }
 }
 

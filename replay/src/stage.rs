@@ -487,7 +487,7 @@ impl model::Stage for ReplayStage {
     fn inputs(&self, _cfg: &model::LoadedConfig) -> Vec<model::StageInput> {
         crate::input::INPUT_FRAMES
             .iter()
-            .map(|f| model::StageInput::File(format!("{f}.parquet")))
+            .map(|spec| model::StageInput::File(spec.parquet_file()))
             .collect()
     }
     /// The frames of [`crate::schemas::FRAMES`], then `replay.json` (the RNG record and the

@@ -21,14 +21,14 @@ impl Frame {
     /// Read `NAME.parquet` under its producer's declaration: the frame's name, schema
     /// version, columns and types (`frames::read_declared`).
     fn read(run: &RunDir, spec: &FrameSpec) -> Result<Self, ReportError> {
-        let path = run.file(&format!("{}.parquet", spec.name));
+        let path = run.file(&spec.parquet_file());
         let df = frames::read_declared(&path, spec, FRAME_SCHEMA_VERSION)?;
         Ok(Self { path, df })
     }
 
     /// Like [`Frame::read`], but `None` when the file does not exist.
     fn read_optional(run: &RunDir, spec: &FrameSpec) -> Result<Option<Self>, ReportError> {
-        if run.file(&format!("{}.parquet", spec.name)).exists() {
+        if run.file(&spec.parquet_file()).exists() {
             Self::read(run, spec).map(Some)
         } else {
             Ok(None)
