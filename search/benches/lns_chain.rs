@@ -44,6 +44,7 @@ fn main() {
         moves: env_or("MOVES", 50_000),
         max_removed: 3,
         late_acceptance: 64,
+        window_every: 0,
     };
     for _ in 0..env_or("REPS", 3u32) {
         let mut rng =

@@ -502,6 +502,49 @@ impl StepProfile {
         })
     }
 
+    /// The maximal parts of `[lo, hi)` (`0 <= lo`) where one more attempt using `u` would
+    /// break a limit (`caps`) next to the placed lifetimes, into `out` (sorted; two parts
+    /// may touch). The value holds from an event to the next, so the parts begin at `lo` or
+    /// at a start event: an attempt fits at `[s, s + d)` exactly when it meets no part,
+    /// which is what [`StepProfile::violation`] checks instant by instant.
+    pub fn over_parts(&self, lo: i64, hi: i64, u: Use, caps: Use, out: &mut Vec<(i64, i64)>) {
+        out.clear();
+        if hi <= lo {
+            return;
+        }
+        let lim = limit(u, caps);
+        let mut is_over = over(&self.value_at(lo), &lim);
+        let mut since = lo;
+        let first = self.bucket(lo);
+        let last = self
+            .bucket(hi - 1)
+            .min(self.buckets.len().saturating_sub(1));
+        for b in first..=last {
+            let Some(bucket) = self.buckets.get(b) else {
+                break;
+            };
+            let from = if b == first { bucket.upto(lo) } else { 0 };
+            for (i, ev) in bucket.events.iter().enumerate().skip(from) {
+                if ev.t >= hi {
+                    break;
+                }
+                let v = bucket.value_after(i + 1);
+                let now = over(&v, &lim);
+                if now != is_over {
+                    if is_over {
+                        out.push((since, ev.t));
+                    } else {
+                        since = ev.t;
+                    }
+                    is_over = now;
+                }
+            }
+        }
+        if is_over {
+            out.push((since, hi));
+        }
+    }
+
     /// The profile's value at `t` (after every event at `t`), for tests.
     pub fn value_at(&self, t: i64) -> Use {
         match self.buckets.get(self.bucket(t)) {

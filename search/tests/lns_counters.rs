@@ -43,6 +43,7 @@ fn chains(mut shape: SyntheticShape) -> String {
             moves: 400,
             max_removed: 3,
             late_acceptance: 16,
+            window_every: 0,
         };
         let mut rng =
             <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(5);

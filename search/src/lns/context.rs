@@ -79,6 +79,8 @@ pub struct LnsContext {
     pub(super) shift: u32,
     /// Prefix sums of the request lengths (aligned with `request_start`, one longer).
     pub(super) request_prefix: Vec<i64>,
+    /// Half the width of a whole-window reinsertion's window: twice the mean duration.
+    pub(super) window_half: i64,
 }
 
 impl LnsContext {
@@ -162,6 +164,7 @@ impl LnsContext {
             blob_users,
             align_covers,
             dmax: g.duration.iter().copied().max().unwrap_or(0),
+            window_half: 2 * g.duration.iter().sum::<i64>() / (g.len().max(1) as i64),
             deadline,
             shift,
             request_prefix: std::iter::once(0)

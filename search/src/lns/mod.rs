@@ -12,6 +12,7 @@
 mod context;
 mod moves;
 mod state;
+mod window;
 
 pub use context::LnsContext;
 
@@ -35,6 +36,9 @@ pub struct ChainParams {
     pub max_removed: u32,
     /// Late-acceptance history length.
     pub late_acceptance: u32,
+    /// Every this many moves (0: never), the move's reinsertions also score every start of
+    /// a window around the old start (the whole-window reinsertion, [`window`]).
+    pub window_every: u32,
 }
 
 /// A schedule the chain visited that no other visited schedule dominated (GPU, cache).
@@ -189,6 +193,8 @@ pub fn run_chain(
     for m in 0..u64::from(params.moves) {
         out.moves += 1;
         let before = cost(&st, objective);
+        let wide = (params.window_every > 0 && m % u64::from(params.window_every) == 0)
+            .then_some(ctx.window_half);
         removal_set(g, ctx, &st, params.max_removed, rng, &mut set, &mut pool);
         olds.clear();
         olds.extend(set.iter().map(|&j| st.starts[j as usize]));
@@ -204,7 +210,7 @@ pub fn run_chain(
         let mut ok = true;
         for &j in &order {
             let old = olds[set.iter().position(|&x| x == j).unwrap_or(0)];
-            if reinsert(g, ctx, &mut st, j, old, objective, rng) {
+            if reinsert(g, ctx, &mut st, j, old, objective, wide, rng) {
                 placed.push(j);
             } else {
                 ok = false;
@@ -884,6 +890,7 @@ mod tests {
                             j,
                             old,
                             objective,
+                            None,
                             &mut rng,
                             &mut scratch,
                         );
@@ -918,6 +925,87 @@ mod tests {
     }
 
     #[test]
+    fn window_sweeps_find_the_least_value_among_every_feasible_start() {
+        use window::{WindowScratch, cache_best, feasible_starts, gpu_best, window_of};
+        let mut ws = WindowScratch::default();
+        let (mut checked, mut infeasible, mut beat_old) = (0, 0, 0);
+        for seed in 0..24u64 {
+            let (g, fifo) = if seed % 2 == 0 {
+                dense_tiny_fifo(40, seed, 3 + (seed % 5) as u32 * 2)
+            } else {
+                tiny_fifo(14, seed)
+            };
+            let ctx = LnsContext::new(&g, fifo.makespan + 60);
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            for j in 0..g.len() as u32 {
+                let mut st = StartState::new(&g, &ctx, &fifo.starts);
+                // A second attempt out as well: the GPU sweep reads around its ghost.
+                let other = (j + 1 + below(&mut rng, g.len() as u64 - 1) as u32) % g.len() as u32;
+                st.remove(&g, j);
+                st.remove(&g, other);
+                st.insert(
+                    &g,
+                    other,
+                    fifo.starts[other as usize] + below(&mut rng, 9) as i64,
+                );
+                let old = fifo.starts[j as usize];
+                let half = 1 + below(&mut rng, 120) as i64;
+                let (lo, hi) = window_of(&g, &ctx, j, old, half);
+                let fits = |st: &StartState, s: i64| st.violation(&g, j, s, true).is_none();
+                feasible_starts(&g, &st, j, lo, hi, &mut ws);
+                for s in lo..=hi {
+                    let inside = ws.feasible.iter().any(|&(a, b)| a <= s && s <= b);
+                    assert_eq!(inside, fits(&st, s), "seed {seed}, attempt {j} at {s}");
+                    infeasible += usize::from(!inside);
+                }
+                for objective in [Objective::Gpu, Objective::Cache] {
+                    let value = |st: &mut StartState, s: i64| -> u128 {
+                        match objective {
+                            Objective::Gpu => {
+                                st.prepare_gpu_query(&g).uncovered(&g, &ctx, j, s) as u128
+                            }
+                            Objective::Cache => {
+                                st.cache_uncovered_within(&g, j, s, u128::MAX).unwrap()
+                            }
+                        }
+                    };
+                    match objective {
+                        Objective::Gpu => {
+                            gpu_best(&g, &ctx, &st.prepare_gpu_query(&g), j, (lo, hi), &mut ws)
+                        }
+                        Objective::Cache => cache_best(&g, &st, j, (lo, hi), &mut ws),
+                    }
+                    let fitting: Vec<i64> = (lo..=hi).filter(|&s| fits(&st, s)).collect();
+                    let brute = fitting.iter().map(|&s| (value(&mut st, s), s)).min();
+                    assert_eq!(
+                        ws.best.first().map(|b| b.0),
+                        brute.map(|b| b.0),
+                        "seed {seed}, {objective:?}, attempt {j} in [{lo}, {hi}]"
+                    );
+                    for &(v, s) in &ws.best.clone() {
+                        assert!(fits(&st, s), "seed {seed}: {s} does not fit");
+                        assert_eq!(
+                            v,
+                            value(&mut st, s),
+                            "seed {seed}, {objective:?}, attempt {j} at {s}"
+                        );
+                    }
+                    if let (Some(b), true) = (brute, fits(&st, old.clamp(lo, hi.max(lo)))) {
+                        beat_old += usize::from(b.0 < value(&mut st, old.clamp(lo, hi.max(lo))));
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 500, "{checked} windows checked");
+        assert!(infeasible > 1000, "{infeasible} infeasible starts");
+        assert!(
+            beat_old > 10,
+            "{beat_old} windows with a start better than the old one"
+        );
+    }
+
+    #[test]
     fn incremental_values_equal_a_full_recomputation_and_stay_feasible() {
         let (g, fifo) = small_deepswe_fifo(30, 4, 10);
         let mut scratch = Scratch::new();
@@ -931,6 +1019,7 @@ mod tests {
                 moves: 300,
                 max_removed: 3,
                 late_acceptance: 16,
+                window_every: 0,
             };
             let out = run_chain(&g, &ctx, &fifo.starts, objective, params, &mut rng);
             assert_eq!(out.moves, 300);

@@ -4,6 +4,7 @@
 
 use super::context::LnsContext;
 use super::state::StartState;
+use super::window::{WindowScratch, cache_best, gpu_best, window_of};
 use crate::seeded::below;
 use rand_chacha::ChaCha8Rng;
 use schedule::Objective;
@@ -29,6 +30,8 @@ pub(super) struct MoveScratch {
     tried: Vec<i64>,
     /// Starts tied on the primary objective (in ascending order after a tie-break).
     pub(super) ties: Vec<i64>,
+    /// The whole-window sweep's vectors.
+    window: WindowScratch,
 }
 
 /// Candidate starts of `j` in the current state (before feasibility adjustment), into `c`
@@ -94,6 +97,8 @@ pub(super) fn candidate_starts(
 }
 
 /// Reinsert `j` (removed) at its best feasible start; returns false if none exists.
+/// `wide`: also every start within this distance of `old` ([`super::window`]).
+#[allow(clippy::too_many_arguments)]
 pub(super) fn reinsert(
     g: &GridInstance,
     ctx: &LnsContext,
@@ -101,11 +106,12 @@ pub(super) fn reinsert(
     j: u32,
     old: i64,
     objective: Objective,
+    wide: Option<i64>,
     rng: &mut ChaCha8Rng,
 ) -> bool {
     // The state lends its reused vectors for the search.
     let mut scratch = std::mem::take(&mut st.scratch);
-    let best = best_start(g, ctx, st, j, old, objective, rng, &mut scratch);
+    let best = best_start(g, ctx, st, j, old, objective, wide, rng, &mut scratch);
     st.scratch = scratch;
     match best {
         Some(s) => {
@@ -132,11 +138,17 @@ pub(super) fn best_start(
     j: u32,
     old: i64,
     objective: Objective,
+    wide: Option<i64>,
     rng: &mut ChaCha8Rng,
     scratch: &mut MoveScratch,
 ) -> Option<i64> {
     let latest = ctx.deadline - g.duration[j as usize];
-    let MoveScratch { cands, tried, ties } = scratch;
+    let MoveScratch {
+        cands,
+        tried,
+        ties,
+        window,
+    } = scratch;
     // The old start comes first (the order of the others changes no result).
     candidate_starts(g, ctx, st, j, old, objective, rng, cands);
     let old = old.clamp(0, latest.max(0));
@@ -175,6 +187,18 @@ pub(super) fn best_start(
                 .expect("no bound to pass");
             useful = st.cache_useful_starts(g, j, p);
             old_score = Some(p);
+        }
+    }
+    // The whole window's best starts (feasible, found exactly), scored again below with
+    // the others.
+    if let Some(half) = wide {
+        let range = window_of(g, ctx, j, old, half);
+        match objective {
+            Objective::Gpu => gpu_best(g, ctx, &st.prepare_gpu_query(g), j, range, window),
+            Objective::Cache => cache_best(g, st, j, range, window),
+        }
+        for &(_, s) in &window.best {
+            keep(tried, Some(s));
         }
     }
     // Smallest (primary, secondary, end, start) wins; the end and start order as the start.

@@ -232,6 +232,14 @@ impl StartState {
         Some(total)
     }
 
+    /// `j`'s blob groups with their bytes.
+    pub(super) fn group_weights(&self, j: u32) -> impl Iterator<Item = (u32, u128)> + '_ {
+        self.groups
+            .of(j)
+            .iter()
+            .map(|&k| (k, self.groups.group_bytes[k as usize]))
+    }
+
     /// Whether every attempt the blob covers are out of date for is a *ghost* (removed, its
     /// lifetime still in them) or back where it is in them: then
     /// [`StartState::cache_uncovered_around_ghosts`] answers without a sync.
@@ -732,7 +740,6 @@ pub(super) struct GpuQuery<'a> {
 
 impl<'a> GpuQuery<'a> {
     /// The prepared state (to read it beside the queries).
-    #[cfg(test)]
     pub(super) fn state(&self) -> &'a StartState {
         self.st
     }
