@@ -437,10 +437,6 @@ pub struct SearchBudget {
     pub lns_max_removed: u32,
     /// Late-acceptance history length of a chain.
     pub lns_late_acceptance: u32,
-    /// Every this many moves of a chain (0: never), the move's reinsertions also weigh
-    /// every start within twice the workload's mean duration of the old start, found
-    /// exactly by one sweep (the whole-window reinsertion).
-    pub lns_window_every: u32,
 }
 
 impl Default for SearchBudget {
@@ -461,7 +457,6 @@ impl Default for SearchBudget {
             lns_moves: 1000,
             lns_max_removed: 3,
             lns_late_acceptance: 64,
-            lns_window_every: 0,
         }
     }
 }
