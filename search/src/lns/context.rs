@@ -79,8 +79,9 @@ pub struct LnsContext {
     pub(super) shift: u32,
     /// Prefix sums of the request lengths (aligned with `request_start`, one longer).
     pub(super) request_prefix: Vec<i64>,
-    /// Half the width of a whole-window reinsertion's window: twice the mean duration.
-    pub(super) window_half: i64,
+    /// Mean duration, ns (1 for no attempt): the step profile's bucket width and the
+    /// whole-window reinsertion's reach derive from it.
+    pub(super) mean_duration: i64,
 }
 
 impl LnsContext {
@@ -164,7 +165,11 @@ impl LnsContext {
             blob_users,
             align_covers,
             dmax: g.duration.iter().copied().max().unwrap_or(0),
-            window_half: 2 * g.duration.iter().sum::<i64>() / (g.len().max(1) as i64),
+            mean_duration: if g.is_empty() {
+                1
+            } else {
+                g.duration.iter().sum::<i64>() / g.len() as i64
+            },
             deadline,
             shift,
             request_prefix: std::iter::once(0)

@@ -193,8 +193,7 @@ pub fn run_chain(
     for m in 0..u64::from(params.moves) {
         out.moves += 1;
         let before = cost(&st, objective);
-        let wide = (params.window_every > 0 && m % u64::from(params.window_every) == 0)
-            .then_some(ctx.window_half);
+        let wide = params.window_every > 0 && m % u64::from(params.window_every) == 0;
         removal_set(g, ctx, &st, params.max_removed, rng, &mut set, &mut pool);
         olds.clear();
         olds.extend(set.iter().map(|&j| st.starts[j as usize]));
@@ -890,7 +889,7 @@ mod tests {
                             j,
                             old,
                             objective,
-                            None,
+                            false,
                             &mut rng,
                             &mut scratch,
                         );
@@ -950,7 +949,7 @@ mod tests {
                 );
                 let old = fifo.starts[j as usize];
                 let half = 1 + below(&mut rng, 120) as i64;
-                let (lo, hi) = window_of(&g, &ctx, j, old, half);
+                let (lo, hi) = window_of(&g, &ctx, j, old, Some(half));
                 let fits = |st: &StartState, s: i64| st.violation(&g, j, s, true).is_none();
                 feasible_starts(&g, &st, j, lo, hi, &mut ws);
                 for s in lo..=hi {
@@ -1013,13 +1012,16 @@ mod tests {
         let st = StartState::new(&g, &ctx, &fifo.starts);
         assert_eq!(st.gpu_union, fifo.gpu_union);
         assert_eq!(st.cache_byte_ns, fifo.cache_byte_ns);
-        for objective in [Objective::Gpu, Objective::Cache] {
+        for (objective, window_every) in [Objective::Gpu, Objective::Cache]
+            .into_iter()
+            .flat_map(|o| [(o, 0), (o, 3)])
+        {
             let mut rng = ChaCha8Rng::seed_from_u64(5);
             let params = ChainParams {
                 moves: 300,
                 max_removed: 3,
                 late_acceptance: 16,
-                window_every: 0,
+                window_every,
             };
             let out = run_chain(&g, &ctx, &fifo.starts, objective, params, &mut rng);
             assert_eq!(out.moves, 300);

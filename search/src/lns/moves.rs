@@ -97,7 +97,7 @@ pub(super) fn candidate_starts(
 }
 
 /// Reinsert `j` (removed) at its best feasible start; returns false if none exists.
-/// `wide`: also every start within this distance of `old` ([`super::window`]).
+/// `wide`: also weigh every start of the window around `old` ([`super::window`]).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn reinsert(
     g: &GridInstance,
@@ -106,7 +106,7 @@ pub(super) fn reinsert(
     j: u32,
     old: i64,
     objective: Objective,
-    wide: Option<i64>,
+    wide: bool,
     rng: &mut ChaCha8Rng,
 ) -> bool {
     // The state lends its reused vectors for the search.
@@ -138,7 +138,7 @@ pub(super) fn best_start(
     j: u32,
     old: i64,
     objective: Objective,
-    wide: Option<i64>,
+    wide: bool,
     rng: &mut ChaCha8Rng,
     scratch: &mut MoveScratch,
 ) -> Option<i64> {
@@ -191,8 +191,8 @@ pub(super) fn best_start(
     }
     // The whole window's best starts (feasible, found exactly), scored again below with
     // the others.
-    if let Some(half) = wide {
-        let range = window_of(g, ctx, j, old, half);
+    if wide {
+        let range = window_of(g, ctx, j, old, None);
         match objective {
             Objective::Gpu => gpu_best(g, ctx, &st.prepare_gpu_query(g), j, range, window),
             Objective::Cache => cache_best(g, st, j, range, window),

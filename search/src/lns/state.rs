@@ -83,11 +83,6 @@ pub(super) struct StartState {
 
 impl StartState {
     pub(super) fn empty(g: &GridInstance, ctx: &LnsContext, with_covers: bool) -> Self {
-        let mean = if g.is_empty() {
-            1
-        } else {
-            g.duration.iter().sum::<i64>() / g.len() as i64
-        };
         StartState {
             starts: vec![0; g.len()],
             life: BTreeSet::new(),
@@ -111,7 +106,7 @@ impl StartState {
                     g.request_count(),
                 )
             }),
-            profile: StepProfile::new(mean),
+            profile: StepProfile::new(ctx.mean_duration),
             placed: vec![false; g.len()],
             cover_at: vec![None; g.len()],
             stale: Vec::new(),

@@ -19,6 +19,7 @@
 
 use super::context::LnsContext;
 use super::state::{GpuQuery, StartState};
+use crate::cover::GapSet;
 use schedule::evaluate::GridInstance;
 
 /// How many of the window's best starts a reinsertion scores again (the best values,
@@ -40,15 +41,17 @@ pub(super) struct WindowScratch {
     pub(super) best: Vec<(u128, i64)>,
 }
 
-/// The window of starts `[lo, hi]` of `j` around `old`: `half` on each side, inside
-/// `[0, D - d]` (empty, `lo > hi`, when the attempt cannot end by D).
+/// The window of starts `[lo, hi]` of `j` around `old`: `half` on each side (by default
+/// twice the workload's mean duration), inside `[0, D - d]` (empty, `lo > hi`, when the
+/// attempt cannot end by D).
 pub(super) fn window_of(
     g: &GridInstance,
     ctx: &LnsContext,
     j: u32,
     old: i64,
-    half: i64,
+    half: Option<i64>,
 ) -> (i64, i64) {
+    let half = half.unwrap_or(2 * ctx.mean_duration);
     let latest = ctx.deadline - g.duration[j as usize];
     ((old - half).max(0), (old + half).min(latest))
 }
@@ -104,40 +107,44 @@ fn keep_best(best: &mut Vec<(u128, i64)>, value: u128, s: i64) {
 }
 
 /// Walk the kinks and the feasible intervals in order from `f(lo) = value` (slope
-/// `slope` just after `lo`), keeping the best feasible starts in `scratch.best`.
+/// `slope` just after `lo`), keeping the best feasible starts in `scratch.best`: each
+/// interval's ends and the kinks inside it (the value is continuous, so it is read at a
+/// kink before the slope changes there).
 fn sweep(lo: i64, value: u128, slope: i128, scratch: &mut WindowScratch) {
-    scratch.best.clear();
-    scratch.kinks.sort_unstable();
+    let WindowScratch {
+        feasible,
+        kinks,
+        best,
+        ..
+    } = scratch;
+    best.clear();
+    kinks.sort_unstable();
     let (mut pos, mut val, mut slope) = (lo, value as i128, slope);
     let mut k = 0;
-    let kinks = &scratch.kinks;
-    for &(a, b) in &scratch.feasible {
-        // Points of this interval: its ends and the kinks inside, in order.
-        let mut at = |t: i64, val: &mut i128, pos: &mut i64, slope: i128| {
-            *val += slope * i128::from(t - *pos);
-            *pos = t;
-            debug_assert!(*val >= 0, "a negative uncovered value at {t}");
-            keep_best(&mut scratch.best, *val as u128, t);
-        };
+    for &(a, b) in feasible.iter() {
+        // The kinks up to `a` change only the slope; `a`, those in (a, b] and `b` are read.
         while k < kinks.len() && kinks[k].0 <= a {
             val += slope * i128::from(kinks[k].0 - pos);
             pos = kinks[k].0;
             slope += kinks[k].1;
             k += 1;
         }
-        at(a, &mut val, &mut pos, slope);
-        while k < kinks.len() && kinks[k].0 <= b {
-            let t = kinks[k].0;
-            while k < kinks.len() && kinks[k].0 == t {
-                // The value is continuous: read it at t before the slope changes there.
-                if pos != t {
-                    at(t, &mut val, &mut pos, slope);
-                }
+        val += slope * i128::from(a - pos);
+        pos = a;
+        keep_best(best, val as u128, a);
+        loop {
+            let t = kinks.get(k).map_or(b, |kink| kink.0.min(b));
+            val += slope * i128::from(t - pos);
+            pos = t;
+            debug_assert!(val >= 0, "a negative uncovered value at {t}");
+            keep_best(best, val as u128, t);
+            if k < kinks.len() && kinks[k].0 == t {
                 slope += kinks[k].1;
                 k += 1;
+            } else if t == b {
+                break;
             }
         }
-        at(b, &mut val, &mut pos, slope);
     }
 }
 
@@ -148,9 +155,9 @@ fn in_gaps(gaps: &[(i64, i64)], t: i64) -> bool {
     i < gaps.len() && gaps[i].0 <= t
 }
 
-/// Add the kinks of a point at offset `off` from the start meeting the gap ends of
-/// `gaps` while the start runs over `(lo, hi]`: `weight` per gap entered (`entering` is
-/// the sign of the value's change while the point is inside a gap).
+/// Add the kinks of the point at offset `off` from the start meeting the ends of `gaps`
+/// while the start runs over `(lo, hi]`: the slope changes by `weight` where the point
+/// enters a gap and back where it leaves.
 fn point_kinks(
     gaps: &[(i64, i64)],
     off: i64,
@@ -174,6 +181,39 @@ fn point_kinks(
     }
 }
 
+/// Prepare a sweep of `j`'s starts in `[lo, hi]`: the feasible intervals, no kinks yet;
+/// the first feasible start, `None` when none fits.
+fn prepare(
+    g: &GridInstance,
+    st: &StartState,
+    j: u32,
+    (lo, hi): (i64, i64),
+    scratch: &mut WindowScratch,
+) -> Option<i64> {
+    feasible_starts(g, st, j, lo, hi, scratch);
+    scratch.best.clear();
+    scratch.kinks.clear();
+    scratch.feasible.first().map(|f| f.0)
+}
+
+/// Add the kinks of the part `[x, y)` (offsets from the start) uncovered in `gaps` with
+/// weight `weight`, for starts over `(first, hi]`, and its slope just after `first` to
+/// `slope`: the end inside a gap adds uncovered time as the start moves on, the start
+/// inside one takes it away.
+fn add_part(
+    gaps: &[(i64, i64)],
+    (x, y): (i64, i64),
+    (first, hi): (i64, i64),
+    weight: i128,
+    slope: &mut i128,
+    kinks: &mut Vec<(i64, i128)>,
+) {
+    *slope +=
+        weight * (i128::from(in_gaps(gaps, first + y)) - i128::from(in_gaps(gaps, first + x)));
+    point_kinks(gaps, y, first, hi, weight, kinks);
+    point_kinks(gaps, x, first, hi, -weight, kinks);
+}
+
 /// The best feasible starts of `j` (removed) for the GPU chain in `[lo, hi]`, into
 /// `scratch.best` with their exact uncovered request time.
 pub(super) fn gpu_best(
@@ -181,39 +221,38 @@ pub(super) fn gpu_best(
     ctx: &LnsContext,
     q: &GpuQuery<'_>,
     j: u32,
-    (lo, hi): (i64, i64),
+    range: (i64, i64),
     scratch: &mut WindowScratch,
 ) {
     let st = q.state();
-    let ju = j as usize;
-    feasible_starts(g, st, j, lo, hi, scratch);
-    scratch.best.clear();
-    let Some(&(first, _)) = scratch.feasible.first() else {
+    let Some(first) = prepare(g, st, j, range, scratch) else {
         return;
     };
-    let d = g.duration[ju];
-    let cover = st.cover.as_ref().expect("covers");
+    let hi = range.1;
+    let ju = j as usize;
     // The gaps of the placed requests over every start's lifetime: the cover's and the
-    // ghosts' parts (disjoint), merged in order.
-    let (a, b) = (first, hi + d);
+    // ghosts' parts (disjoint), in order.
+    let (a, b) = (first, hi + g.duration[ju]);
+    let cover = st.cover.as_ref().expect("covers");
     scratch.gaps.clear();
     scratch
         .gaps
         .extend_from_slice(cover.gaps().overlapping(a, b));
     scratch
         .gaps
-        .extend_from_slice(crate::cover::GapSet::overlapping_in(&st.ghost_parts, a, b));
+        .extend_from_slice(GapSet::overlapping_in(&st.ghost_parts, a, b));
     scratch.gaps.sort_unstable();
-    scratch.kinks.clear();
     let mut slope = 0i128;
     for r in g.requests_of(ju) {
-        let (x, y) = (g.request_start[r], g.request_end[r]);
-        // The end inside a gap adds uncovered time as the start moves on, the start
-        // inside one takes it away.
-        slope += i128::from(in_gaps(&scratch.gaps, first + y))
-            - i128::from(in_gaps(&scratch.gaps, first + x));
-        point_kinks(&scratch.gaps, y, first, hi, 1, &mut scratch.kinks);
-        point_kinks(&scratch.gaps, x, first, hi, -1, &mut scratch.kinks);
+        let part = (g.request_start[r], g.request_end[r]);
+        add_part(
+            &scratch.gaps,
+            part,
+            (first, hi),
+            1,
+            &mut slope,
+            &mut scratch.kinks,
+        );
     }
     let value = q
         .uncovered_within(g, ctx, j, first, i64::MAX)
@@ -227,24 +266,24 @@ pub(super) fn cache_best(
     g: &GridInstance,
     st: &StartState,
     j: u32,
-    (lo, hi): (i64, i64),
+    range: (i64, i64),
     scratch: &mut WindowScratch,
 ) {
-    let ju = j as usize;
-    feasible_starts(g, st, j, lo, hi, scratch);
-    scratch.best.clear();
-    let Some(&(first, _)) = scratch.feasible.first() else {
+    let Some(first) = prepare(g, st, j, range, scratch) else {
         return;
     };
-    let d = g.duration[ju];
-    scratch.kinks.clear();
+    let life = (0, g.duration[j as usize]);
     let mut slope = 0i128;
     for (k, bytes) in st.group_weights(j) {
         let gaps = st.blobs[k as usize].gaps().as_slice();
-        let w = bytes as i128;
-        slope += w * (i128::from(in_gaps(gaps, first + d)) - i128::from(in_gaps(gaps, first)));
-        point_kinks(gaps, d, first, hi, w, &mut scratch.kinks);
-        point_kinks(gaps, 0, first, hi, -w, &mut scratch.kinks);
+        add_part(
+            gaps,
+            life,
+            (first, range.1),
+            bytes as i128,
+            &mut slope,
+            &mut scratch.kinks,
+        );
     }
     let value = st
         .cache_uncovered_within(g, j, first, u128::MAX)
