@@ -286,9 +286,14 @@ pub struct SearchConfig {
     pub seed: u64,
     /// The order in which workloads consume the RNG stream.
     pub order: Vec<WorkloadId>,
-    /// Budgets (counts, never seconds).
+    /// How much the search does: `quick`, `default`, `thorough`, or a factor; it scales
+    /// the budget's repetition counts and keeps its step sizes (docs/CONFIG.md, "Search
+    /// effort").
     #[serde(default)]
-    pub budget: SearchBudget,
+    pub effort: SearchEffort,
+    /// Budget counts (never seconds) that override what `effort` gives.
+    #[serde(default)]
+    pub budget: BudgetKeys,
     /// The LP lower bounds solved with HiGHS (docs/BOUNDS.md), with their budgets (counts).
     #[serde(default)]
     pub lp_bounds: LpBoundsConfig,
@@ -314,6 +319,13 @@ pub enum SearchProfile {
     /// neighbourhood search.
     #[default]
     Extended,
+}
+
+impl SearchConfig {
+    /// The budget counts the search runs with: `effort`'s, overridden by `budget`'s keys.
+    pub fn budget_counts(&self) -> SearchBudget {
+        SearchBudget::resolve(self.effort, &self.budget)
+    }
 }
 
 impl SearchProfile {
@@ -394,70 +406,231 @@ impl Default for LpBoundsConfig {
     }
 }
 
-/// Search budgets, all counts.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, default)]
-pub struct SearchBudget {
+/// Declares the search's budget once: [`SearchBudget`] (the counts the search reads) and
+/// [`BudgetKeys`] (the `search.budget` keys of `pipeline.yaml`, each optional), with each
+/// count's default and whether `search.effort` scales it (`scaled`: a repetition count;
+/// `kept`: a step size, a shape or a switch).
+macro_rules! search_budget {
+    ($( $(#[$doc:meta])* $name:ident: $ty:ty = $default:expr, $scaling:ident; )*) => {
+        /// Search budgets, all counts (never seconds): the resolved values the search reads.
+        #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+        pub struct SearchBudget {
+            $( $(#[$doc])* pub $name: $ty, )*
+        }
+
+        impl Default for SearchBudget {
+            fn default() -> Self {
+                SearchBudget { $( $name: $default, )* }
+            }
+        }
+
+        /// `search.budget`: counts that override what `search.effort` gives (a key left out
+        /// takes its default scaled by the effort; docs/CONFIG.md lists the counts of each
+        /// named effort).
+        #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields, default)]
+        pub struct BudgetKeys {
+            $(
+                $(#[$doc])*
+                #[serde(skip_serializing_if = "Option::is_none")]
+                pub $name: Option<$ty>,
+            )*
+        }
+
+        impl SearchBudget {
+            /// The counts of `effort` with `keys` overriding them: a scaled count is its
+            /// default times the effort's factor, rounded, at least 1 (0 stays 0); a kept
+            /// one is its default.
+            pub fn resolve(effort: SearchEffort, keys: &BudgetKeys) -> SearchBudget {
+                let d = SearchBudget::default();
+                let f = effort.factor();
+                SearchBudget {
+                    $( $name: keys.$name.unwrap_or_else(|| search_budget!(@$scaling d.$name, f)), )*
+                }
+            }
+
+            /// The names of the counts `search.effort` scales, in declaration order.
+            pub fn scaled_keys() -> Vec<&'static str> {
+                let mut out = Vec::new();
+                $( if search_budget!(@is_scaled $scaling) { out.push(stringify!($name)); } )*
+                out
+            }
+        }
+
+        impl From<SearchBudget> for BudgetKeys {
+            /// Every key set, to the given counts.
+            fn from(b: SearchBudget) -> BudgetKeys {
+                BudgetKeys { $( $name: Some(b.$name), )* }
+            }
+        }
+    };
+    (@scaled $v:expr, $f:expr) => { scale_count($v, $f) };
+    (@kept $v:expr, $f:expr) => { $v };
+    (@is_scaled scaled) => { true };
+    (@is_scaled kept) => { false };
+}
+
+/// A repetition count times an effort factor: rounded, at least 1, and 0 stays 0.
+fn scale_count(count: u32, factor: f64) -> u32 {
+    if count == 0 {
+        return 0;
+    }
+    ((f64::from(count) * factor).round() as u32).max(1)
+}
+
+search_budget! {
     /// Seed profile: uniformly random orders per workload (each decoded both ways).
-    pub random_orders: u32,
+    random_orders: u32 = 32, scaled;
     /// Seed profile: re-sequencings of the best order under random duration perturbations,
     /// per workload (each decoded both ways).
-    pub perturbations: u32,
+    perturbations: u32 = 64, scaled;
     /// Relative spread of a duration perturbation (uniform in `[1-s, 1+s]`).
-    pub perturbation_spread: f64,
+    perturbation_spread: f64 = 0.25, kept;
     /// Seed profile: orders with one to four swaps or moves from the best order, per
     /// objective and workload (each decoded both ways).
-    pub local_moves: u32,
+    local_moves: u32 = 256, scaled;
     /// Extended profile: most partial simultaneous-start candidates per workload.
-    pub group_starts: u32,
+    group_starts: u32 = 32, scaled;
     /// Seed profile: task-group orders (a task's attempts kept adjacent) per workload.
-    pub task_groupings: u32,
+    task_groupings: u32 = 16, scaled;
     /// Orders (or candidates) generated from the same best schedule before re-basing on the
     /// new best (the hill-climbing step, and the size of an adaptive batch; results depend
     /// on it, thread count does not).
-    pub local_move_batch: u32,
+    local_move_batch: u32 = 32, kept;
     /// Extended profile: schedules ordered by request duty `req/d` (and variants) per
     /// workload.
-    pub duty_orders: u32,
+    duty_orders: u32 = 24, scaled;
     /// Extended profile: most schedules of whole blob groups (a repository's tasks together,
     /// a task's attempts together) per workload; after the first batch the group order is
     /// searched from the family's best.
-    pub blob_group_orders: u32,
+    blob_group_orders: u32 = 1024, scaled;
     /// Extended profile: operator batches after the seed profile's candidates, per
     /// workload, alternately for GPU and cache, each operator chosen by its success so far.
-    pub adaptive_batches: u32,
+    adaptive_batches: u32 = 48, scaled;
     /// Extended profile: most rounds of the start-time neighbourhood search per objective
     /// (GPU, cache) and workload; each round restarts its chains from the best so far.
-    pub lns_rounds: u32,
+    lns_rounds: u32 = 6, scaled;
     /// Independent chains per round (run in parallel, folded in chain order).
-    pub lns_chains: u32,
+    lns_chains: u32 = 4, kept;
     /// Moves per chain and round (a move removes and reinserts a few attempts).
-    pub lns_moves: u32,
+    lns_moves: u32 = 1000, kept;
     /// Most attempts one move removes.
-    pub lns_max_removed: u32,
+    lns_max_removed: u32 = 3, kept;
     /// Late-acceptance history length of a chain.
-    pub lns_late_acceptance: u32,
+    lns_late_acceptance: u32 = 64, kept;
+    /// Every n-th move of a chain also scores every feasible start within twice the
+    /// workload's mean attempt duration of the removed attempt's old start, by an exact
+    /// sweep of the objective (docs/SEARCH.md, "Whole-window reinsertion"); 0 = never.
+    lns_window_every: u32 = 0, kept;
 }
 
-impl Default for SearchBudget {
-    fn default() -> Self {
-        SearchBudget {
-            random_orders: 32,
-            perturbations: 64,
-            perturbation_spread: 0.25,
-            local_moves: 256,
-            group_starts: 32,
-            task_groupings: 16,
-            local_move_batch: 32,
-            duty_orders: 24,
-            blob_group_orders: 1024,
-            adaptive_batches: 48,
-            lns_rounds: 6,
-            lns_chains: 4,
-            lns_moves: 1000,
-            lns_max_removed: 3,
-            lns_late_acceptance: 64,
+/// Factor of [`SearchEffort::Quick`].
+pub const EFFORT_QUICK: f64 = 0.25;
+/// Factor of [`SearchEffort::Thorough`].
+pub const EFFORT_THOROUGH: f64 = 4.0;
+/// Largest effort factor accepted.
+pub const MAX_EFFORT: f64 = 64.0;
+
+/// How much the search does (`search.effort`): one knob that scales every repetition count
+/// of the budget by a factor and keeps the step sizes; explicit `search.budget` keys win.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum SearchEffort {
+    /// The default counts times [`EFFORT_QUICK`].
+    Quick,
+    /// The default counts.
+    #[default]
+    Default,
+    /// The default counts times [`EFFORT_THOROUGH`].
+    Thorough,
+    /// The default counts times this factor (greater than 0, at most [`MAX_EFFORT`]).
+    Factor(f64),
+}
+
+impl SearchEffort {
+    /// Every named effort, in increasing order, with its name.
+    pub const NAMED: [(SearchEffort, &'static str); 3] = [
+        (SearchEffort::Quick, "quick"),
+        (SearchEffort::Default, "default"),
+        (SearchEffort::Thorough, "thorough"),
+    ];
+
+    /// The factor it multiplies the scaled counts by.
+    pub fn factor(self) -> f64 {
+        match self {
+            SearchEffort::Quick => EFFORT_QUICK,
+            SearchEffort::Default => 1.0,
+            SearchEffort::Thorough => EFFORT_THOROUGH,
+            SearchEffort::Factor(f) => f,
         }
+    }
+
+    /// The name of a named effort, `None` for a factor.
+    pub fn name(self) -> Option<&'static str> {
+        SearchEffort::NAMED
+            .iter()
+            .find(|(e, _)| *e == self)
+            .map(|(_, n)| *n)
+    }
+}
+
+impl Serialize for SearchEffort {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match (self, self.name()) {
+            (_, Some(name)) => s.serialize_str(name),
+            (e, None) => s.serialize_f64(e.factor()),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for SearchEffort {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = SearchEffort;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                write!(
+                    f,
+                    "`quick`, `default`, `thorough`, or a factor greater than 0 and at most {MAX_EFFORT}"
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<SearchEffort, E> {
+                SearchEffort::NAMED
+                    .iter()
+                    .find(|(_, n)| *n == v)
+                    .map(|(e, _)| *e)
+                    .ok_or_else(|| E::invalid_value(serde::de::Unexpected::Str(v), &self))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<SearchEffort, E> {
+                if v.is_finite() && v > 0.0 && v <= MAX_EFFORT {
+                    Ok(SearchEffort::Factor(v))
+                } else {
+                    Err(E::invalid_value(serde::de::Unexpected::Float(v), &self))
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<SearchEffort, E> {
+                self.visit_f64(v as f64)
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<SearchEffort, E> {
+                self.visit_f64(v as f64)
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl JsonSchema for SearchEffort {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "SearchEffort".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = SearchEffort::NAMED.iter().map(|(_, n)| *n).collect();
+        schemars::json_schema!({
+            "oneOf": [
+                { "type": "string", "enum": names },
+                { "type": "number", "exclusiveMinimum": 0.0, "maximum": MAX_EFFORT }
+            ]
+        })
     }
 }
 
@@ -827,7 +1000,7 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
             ));
         }
     }
-    let b = &c.search.budget;
+    let b = c.search.budget_counts();
     if !(b.perturbation_spread.is_finite() && (0.0..1.0).contains(&b.perturbation_spread)) {
         return Err(err(
             "search.budget.perturbation_spread",

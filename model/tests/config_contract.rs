@@ -1,6 +1,9 @@
 //! The pipeline.yaml / manifest contract: every refusal names the file, line and field.
 
-use model::config::{LocationKind, SearchProfile, load_config, load_config_str};
+use model::config::{
+    EFFORT_QUICK, EFFORT_THOROUGH, LocationKind, SearchBudget, SearchEffort, SearchProfile,
+    load_config, load_config_str,
+};
 use model::{ConfigError, WorkloadId};
 use std::path::Path;
 
@@ -109,6 +112,72 @@ fn search_profile_defaults_to_extended_and_takes_seed() {
         "{}",
         err(&y)
     );
+}
+
+#[test]
+fn search_effort_scales_the_repetition_counts_and_explicit_keys_win() {
+    let search = |extra: &str| {
+        let y = GOOD.replace(
+            "  order: [tmax, deepswe]\n",
+            &format!("  order: [tmax, deepswe]\n{extra}"),
+        );
+        let (_d, r) = with_files(&y, MANIFEST);
+        r.unwrap().config.search
+    };
+    let d = SearchBudget::default();
+    let plain = search("");
+    assert_eq!(plain.effort, SearchEffort::Default);
+    assert_eq!(plain.budget_counts(), d);
+    assert_eq!(search("  effort: default\n").budget_counts(), d);
+
+    let thorough = search("  effort: thorough\n");
+    assert_eq!(thorough.effort, SearchEffort::Thorough);
+    let t = thorough.budget_counts();
+    let scaled = |v: u32, f: f64| (f64::from(v) * f).round() as u32;
+    assert_eq!(t.lns_rounds, scaled(d.lns_rounds, EFFORT_THOROUGH));
+    assert_eq!(t.random_orders, scaled(d.random_orders, EFFORT_THOROUGH));
+    assert_eq!(
+        t.blob_group_orders,
+        scaled(d.blob_group_orders, EFFORT_THOROUGH)
+    );
+    // Step sizes and shapes are kept.
+    assert_eq!(t.lns_moves, d.lns_moves);
+    assert_eq!(t.local_move_batch, d.local_move_batch);
+    assert_eq!(t.perturbation_spread, d.perturbation_spread);
+
+    let q = search("  effort: quick\n").budget_counts();
+    assert_eq!(q.adaptive_batches, scaled(d.adaptive_batches, EFFORT_QUICK));
+    assert_eq!(q.lns_rounds, scaled(d.lns_rounds, EFFORT_QUICK).max(1));
+
+    // A factor, and an explicit key that overrides the effort (even at its default value).
+    let f = search("  effort: 2.5\n  budget: { lns_rounds: 6, lns_moves: 10 }\n");
+    assert_eq!(f.effort, SearchEffort::Factor(2.5));
+    let b = f.budget_counts();
+    assert_eq!(b.lns_rounds, 6);
+    assert_eq!(b.lns_moves, 10);
+    assert_eq!(b.local_moves, scaled(d.local_moves, 2.5));
+    // A tiny factor keeps every non-zero count at least 1.
+    let tiny = search("  effort: 0.001\n").budget_counts();
+    assert_eq!((tiny.lns_rounds, tiny.random_orders), (1, 1));
+    assert_eq!(tiny.lns_window_every, d.lns_window_every);
+
+    for (bad, shown) in [
+        ("fast", "string \"fast\""),
+        ("0", "floating point `0.0`"),
+        ("-1", "floating point `-1.0`"),
+        ("100", "floating point `100.0`"),
+    ] {
+        let y = GOOD.replace(
+            "  order: [tmax, deepswe]\n",
+            &format!("  order: [tmax, deepswe]\n  effort: {bad}\n"),
+        );
+        assert_eq!(
+            err(&y),
+            format!(
+                "pipeline.yaml:18: field `search.effort`: invalid value: {shown}, expected `quick`, `default`, `thorough`, or a factor greater than 0 and at most 64"
+            )
+        );
+    }
 }
 
 #[test]

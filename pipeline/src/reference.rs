@@ -105,6 +105,9 @@ fn type_words(root: &Value, node: &Value) -> String {
     let base = if let Some(values) = enum_values(node) {
         let quoted: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
         format!("one of {}", quoted.join(", "))
+    } else if let Some(alternatives) = node.get("oneOf").and_then(Value::as_array) {
+        let words: Vec<String> = alternatives.iter().map(|a| type_words(root, a)).collect();
+        words.join(", or ")
     } else {
         let ty = match node.get("type") {
             Some(Value::String(t)) => t.clone(),
@@ -213,6 +216,52 @@ pub fn config_reference() -> String {
             "| `{}` | {} | {} | {} |\n",
             k.path, k.ty, k.presence, k.description
         ));
+    }
+    out.push_str(&search_effort_table());
+    out
+}
+
+/// The "Search effort" section: every budget count at each named effort, from
+/// [`model::config::SearchBudget::resolve`].
+fn search_effort_table() -> String {
+    use model::config::{BudgetKeys, SearchBudget, SearchEffort};
+    let named = SearchEffort::NAMED;
+    let counts: Vec<Value> = named
+        .iter()
+        .map(|(e, _)| {
+            serde_json::to_value(SearchBudget::resolve(*e, &BudgetKeys::default()))
+                .expect("budget serializes")
+        })
+        .collect();
+    let scaled = SearchBudget::scaled_keys();
+    let mut out = String::from(
+        "\n## Search effort\n\n\
+         `search.effort` scales every repetition count of the search's budget by one factor\n\
+         (rounded, at least 1; a count of 0 stays 0) and keeps its step sizes, shapes and\n\
+         switches; a number is a factor of its own (greater than 0, at most 64). A key given\n\
+         under `search.budget` wins over the effort. The counts of the named efforts:\n\n\
+         | key | scaled |",
+    );
+    for (e, name) in named {
+        out.push_str(&format!(" `{name}` (x{}) |", e.factor()));
+    }
+    out.push_str(&format!("\n|---|---|{}\n", "---|".repeat(named.len())));
+    let Some(Value::Object(first)) = counts.first() else {
+        return out;
+    };
+    for key in first.keys() {
+        out.push_str(&format!(
+            "| `search.budget.{key}` | {} |",
+            if scaled.contains(&key.as_str()) {
+                "yes"
+            } else {
+                "no"
+            }
+        ));
+        for c in &counts {
+            out.push_str(&format!(" {} |", c[key]));
+        }
+        out.push('\n');
     }
     out
 }

@@ -78,7 +78,8 @@ fn main() {
                     .into_iter()
                     .filter(|w| *w == shape.workload)
                     .collect(),
-                budget: budget.clone(),
+                budget: budget.clone().into(),
+                effort: Default::default(),
                 lp_bounds: LpBoundsConfig {
                     enabled: false,
                     ..Default::default()

@@ -106,9 +106,11 @@ fn search_config(w: WorkloadId) -> SearchConfig {
             lns_chains: 2,
             lns_moves: 60,
             ..Default::default()
-        },
+        }
+        .into(),
         lp_bounds: Default::default(),
         profile: Default::default(),
+        effort: Default::default(),
         pattern_bound: PatternBoundConfig::default(),
     }
 }

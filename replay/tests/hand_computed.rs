@@ -250,9 +250,11 @@ fn whole_stage_on_the_accounting_instance() {
             local_moves: 16,
             group_starts: 4,
             ..Default::default()
-        },
+        }
+        .into(),
         lp_bounds: Default::default(),
         profile: Default::default(),
+        effort: Default::default(),
         pattern_bound: Default::default(),
     };
     let (report, failures) =
@@ -332,9 +334,10 @@ fn an_empty_workload_replays_to_zeros() {
     let search = model::config::SearchConfig {
         seed: 3,
         order: vec![WorkloadId::Tmax],
-        budget: model::config::SearchBudget::default(),
+        budget: model::config::SearchBudget::default().into(),
         lp_bounds: Default::default(),
         profile: Default::default(),
+        effort: Default::default(),
         pattern_bound: Default::default(),
     };
     let (report, failures) =

@@ -66,12 +66,14 @@ fn config(profile: SearchProfile, workload: WorkloadId) -> SearchConfig {
             lns_chains: 2,
             lns_moves: 50,
             ..Default::default()
-        },
+        }
+        .into(),
         lp_bounds: model::config::LpBoundsConfig {
             enabled: false,
             ..Default::default()
         },
         profile,
+        effort: Default::default(),
         // The pattern bound is not what these tests compare; it stays off for speed.
         pattern_bound: model::config::PatternBoundConfig {
             enabled: false,

@@ -94,9 +94,11 @@ fn search_config(seed: u64) -> model::config::SearchConfig {
             lns_chains: 2,
             lns_moves: 40,
             ..Default::default()
-        },
+        }
+        .into(),
         lp_bounds: Default::default(),
         profile: Default::default(),
+        effort: Default::default(),
         pattern_bound: Default::default(),
     }
 }

@@ -76,7 +76,7 @@ fn same_config_and_any_thread_count_give_byte_identical_outputs() {
     let report = run(&config, 1);
     // The budget the search ran with is the config's, count for count.
     let cfg = model::load_config(&config).unwrap();
-    assert_eq!(report.budget.counts, cfg.config.search.budget);
+    assert_eq!(report.budget.counts, cfg.config.search.budget_counts());
     assert_eq!(report.budget.local_moves, 64, "BUDGET sets it");
     let first = outputs(dir.path());
     run(&config, 4);

@@ -234,9 +234,10 @@ fn main() {
     let budget = ReplayBudget::from_config(&model::config::SearchConfig {
         seed: 20261129,
         order: vec![model::WorkloadId::Deepswe],
-        budget: model::config::SearchBudget::default(),
+        budget: Default::default(),
         lp_bounds: Default::default(),
         profile: Default::default(),
+        effort: Default::default(),
         pattern_bound: Default::default(),
     });
     let all = std::thread::available_parallelism()

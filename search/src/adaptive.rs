@@ -405,8 +405,7 @@ fn lns_round(
         moves: budget.lns_moves,
         max_removed: budget.lns_max_removed,
         late_acceptance: budget.lns_late_acceptance,
-        // The whole-window reinsertion is not yet in the default search.
-        window_every: 0,
+        window_every: budget.lns_window_every,
     };
     let Some(base) = state.best(objective).map(|b| b.eval.starts.clone()) else {
         return;

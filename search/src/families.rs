@@ -1,7 +1,7 @@
 //! The candidate families (the seed profile's and the extended profile's), their fixed priority orders, their
 //! per-family counts and the search budget (all counts).
 
-use model::config::{SearchBudget, SearchProfile};
+use model::config::{SearchBudget, SearchEffort, SearchProfile};
 use serde::{Deserialize, Serialize};
 
 /// The search's budget: the config's profile and its [`SearchBudget`] counts, held as they
@@ -12,7 +12,9 @@ pub struct ReplayBudget {
     /// `seed` (the study's families only) or `extended` (the seed profile's candidates,
     /// then the adaptive operators).
     pub profile: SearchProfile,
-    /// The counts, as `search.budget` gives them.
+    /// `search.effort`, which scaled the counts that `search.budget` does not set.
+    pub effort: SearchEffort,
+    /// The counts the search ran with.
     #[serde(flatten)]
     pub counts: SearchBudget,
 }
@@ -22,7 +24,8 @@ impl ReplayBudget {
     pub fn from_config(search: &model::config::SearchConfig) -> Self {
         ReplayBudget {
             profile: search.profile,
-            counts: search.budget.clone(),
+            effort: search.effort,
+            counts: search.budget_counts(),
         }
     }
 }
