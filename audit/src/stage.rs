@@ -378,6 +378,15 @@ impl model::Stage for AuditStage {
     fn about(&self) -> &'static str {
         "stream the verified archives, rebuild generation lifetimes and request intervals, clip and merge with a record of every change, run the cohort audit, write the frames"
     }
+    fn config_keys(&self) -> Vec<&'static str> {
+        vec![
+            "sources.manifest",
+            "sources.archives",
+            "workloads.*.layout",
+            "workloads.*.expect",
+            "audit",
+        ]
+    }
     fn inputs(&self, cfg: &LoadedConfig) -> Vec<model::StageInput> {
         std::iter::once(model::StageInput::Manifest)
             .chain(cfg.archives.iter().map(|a| {

@@ -40,6 +40,9 @@ impl Stage for IngestStage {
     fn about(&self) -> &'static str {
         "fetch every archive (GCS pinned generation, Hugging Face pinned commit, or a file), verify SHA256 and size while streaming, keep verified bytes, write the ledger"
     }
+    fn config_keys(&self) -> Vec<&'static str> {
+        vec!["sources", "ingest"]
+    }
     fn inputs(&self, cfg: &LoadedConfig) -> Vec<StageInput> {
         std::iter::once(StageInput::Manifest)
             .chain(

@@ -143,6 +143,177 @@ pub struct WorkloadConfig {
     pub expect: Expectations,
     /// Replay capacity.
     pub replay: ReplayCaps,
+    /// Figures the rerun must reproduce (a published run's, with tolerances): checked
+    /// after the replay; one out of tolerance fails the run, naming it.
+    #[serde(default, skip_serializing_if = "PublishedFigures::is_empty")]
+    pub published: PublishedFigures,
+}
+
+/// The published figures of one workload, per resource (`cpu`, `ram`, `gpu`, `cache`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedFigures {
+    /// CPU core-hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<ResourceFigures>,
+    /// RAM GiB-hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ram: Option<ResourceFigures>,
+    /// GPU-hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<ResourceFigures>,
+    /// Image-cache GiB-hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<ResourceFigures>,
+}
+
+impl PublishedFigures {
+    /// No figure is given.
+    pub fn is_empty(&self) -> bool {
+        self.figures().is_empty()
+    }
+
+    /// Every figure given: (resource, figure name, figure), in resource then figure order.
+    pub fn figures(&self) -> Vec<(&'static str, &'static str, &PublishedFigure)> {
+        [
+            ("cpu", &self.cpu),
+            ("ram", &self.ram),
+            ("gpu", &self.gpu),
+            ("cache", &self.cache),
+        ]
+        .into_iter()
+        .filter_map(|(r, f)| f.as_ref().map(|f| (r, f)))
+        .flat_map(|(r, f)| f.figures().into_iter().map(move |(n, x)| (r, n, x)))
+        .collect()
+    }
+}
+
+/// The published figures of one resource (hours), as replay.json names them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResourceFigures {
+    /// The FIFO replay's ideal hours (`fifo_ideal_h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fifo_ideal_h: Option<PublishedFigure>,
+    /// The best schedule found (`best_found_h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_found_h: Option<PublishedFigure>,
+    /// The best valid lower bound (`best_bounds_h`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_bounds_h: Option<PublishedFigure>,
+}
+
+impl ResourceFigures {
+    /// The figures given: (name, figure).
+    pub fn figures(&self) -> Vec<(&'static str, &PublishedFigure)> {
+        [
+            ("fifo_ideal_h", &self.fifo_ideal_h),
+            ("best_found_h", &self.best_found_h),
+            ("best_bounds_h", &self.best_bounds_h),
+        ]
+        .into_iter()
+        .filter_map(|(n, f)| f.as_ref().map(|f| (n, f)))
+        .collect()
+    }
+}
+
+/// One published figure and how close a rerun must come: `value` within
+/// `atol + rtol * |value|` (numpy's `isclose` rule; both default to 0, so exactly), or at
+/// most `max` and at least `min`.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PublishedFigure {
+    /// The published value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+    /// Relative tolerance around `value` (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtol: Option<f64>,
+    /// Absolute tolerance around `value`, hours (default 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub atol: Option<f64>,
+    /// At most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    /// At least this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+}
+
+impl PublishedFigure {
+    /// Whether a rerun's `x` reproduces the figure.
+    pub fn accepts(&self, x: f64) -> bool {
+        let close = self.value.is_none_or(|v| {
+            (x - v).abs() <= self.atol.unwrap_or(0.0) + self.rtol.unwrap_or(0.0) * v.abs()
+        });
+        close && self.max.is_none_or(|m| x <= m) && self.min.is_none_or(|m| x >= m)
+    }
+
+    /// How the figure reads: `71.56`, `71.56 (rtol 0.001, atol 0.01)`, `at most 63`,
+    /// `at least 4.8`, joined by `, `.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(v) = self.value {
+            let tol: Vec<String> = [("rtol", self.rtol), ("atol", self.atol)]
+                .into_iter()
+                .filter_map(|(n, t)| t.map(|t| format!("{n} {t}")))
+                .collect();
+            parts.push(if tol.is_empty() {
+                format!("{v}")
+            } else {
+                format!("{v} ({})", tol.join(", "))
+            });
+        }
+        if let Some(m) = self.max {
+            parts.push(format!("at most {m}"));
+        }
+        if let Some(m) = self.min {
+            parts.push(format!("at least {m}"));
+        }
+        parts.join(", ")
+    }
+
+    /// The rerun's distance from the figure: from `value`, else from the limit it is
+    /// measured against (`max`, else `min`).
+    pub fn delta(&self, x: f64) -> f64 {
+        x - self.value.or(self.max).or(self.min).unwrap_or(x)
+    }
+
+    /// What is wrong with the figure as written, if anything.
+    fn problem(&self) -> Option<String> {
+        if self.value.is_none() && self.max.is_none() && self.min.is_none() {
+            return Some("give `value` (with `rtol`/`atol`), `max` or `min`".into());
+        }
+        if self.value.is_none() && (self.rtol.is_some() || self.atol.is_some()) {
+            return Some("`rtol` and `atol` apply to a `value`; give one".into());
+        }
+        for (name, v) in [
+            ("value", self.value),
+            ("rtol", self.rtol),
+            ("atol", self.atol),
+            ("max", self.max),
+            ("min", self.min),
+        ] {
+            if let Some(v) = v
+                && !v.is_finite()
+            {
+                return Some(format!("`{name}` must be a finite number, got {v}"));
+            }
+        }
+        for (name, t) in [("rtol", self.rtol), ("atol", self.atol)] {
+            if let Some(t) = t
+                && t < 0.0
+            {
+                return Some(format!("`{name}` must not be negative, got {t}"));
+            }
+        }
+        if let (Some(lo), Some(hi)) = (self.min, self.max)
+            && lo > hi
+        {
+            return Some(format!("`min` {lo} is above `max` {hi}"));
+        }
+        None
+    }
 }
 
 /// Path patterns of an attempt inside an archive. `{task_id}`, `{attempt_id}` and `{seq}`
@@ -319,6 +490,16 @@ pub enum SearchProfile {
     /// neighbourhood search.
     #[default]
     Extended,
+}
+
+impl SearchProfile {
+    /// The name `pipeline.yaml` gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchProfile::Seed => "seed",
+            SearchProfile::Extended => "extended",
+        }
+    }
 }
 
 impl SearchConfig {
@@ -518,10 +699,13 @@ search_budget! {
     lns_max_removed: u32 = 3, kept;
     /// Late-acceptance history length of a chain.
     lns_late_acceptance: u32 = 64, kept;
-    /// Every n-th move of a chain also scores every feasible start within twice the
+    /// Every n-th move of a GPU chain also scores every feasible start within twice the
     /// workload's mean attempt duration of the removed attempt's old start, by an exact
     /// sweep of the objective (docs/SEARCH.md, "Whole-window reinsertion"); 0 = never.
-    lns_window_every: u32 = 0, kept;
+    lns_window_every_gpu: u32 = 4, kept;
+    /// The same for the cache chains (measured on the zoo, it helps them less than it
+    /// costs); 0 = never.
+    lns_window_every_cache: u32 = 0, kept;
 }
 
 /// Factor of [`SearchEffort::Quick`].
@@ -905,6 +1089,11 @@ fn validate_config(path: &Path, text: &str, c: &PipelineConfig) -> Result<(), Co
                 &f("replay.ram_gib"),
                 format!("must be a positive number, got {}", r.ram_gib),
             ));
+        }
+        for (resource, name, figure) in wc.published.figures() {
+            if let Some(problem) = figure.problem() {
+                return Err(err(&f(&format!("published.{resource}.{name}")), problem));
+            }
         }
         if wc.expect.included > wc.expect.audited {
             return Err(err(

@@ -37,10 +37,10 @@ impl Exit {
         match self {
             Exit::Success => "success",
             Exit::Failed => {
-                "a stage ran and found a failure: an archive failed verification, the cohort differs from `pipeline.yaml`'s expectations (frames are still written), a schedule failed validation, `verify` found a difference, `audit show` found an attempt's frame rows differ from its archive"
+                "a stage ran and found a failure: an archive failed verification, the cohort differs from `pipeline.yaml`'s expectations (frames are still written), a schedule failed validation, `verify` found a difference, `status` found a stage that is not up to date, `diff` found two runs different, a published figure was not reproduced, `audit show` found an attempt's frame rows differ from its archive"
             }
             Exit::Refused => {
-                "bad usage or a refused configuration (the message names the file, line and field); an unknown or ambiguous attempt id for `audit show` / `audit extract` (the candidates are listed); shards that `merge` refuses (missing, of mixed counts, of another config or manifest, misplaced; the shard is named); an output directory a command does not own"
+                "bad usage or a refused configuration (the message names the file, line and field); an unknown or ambiguous attempt id for `audit show` / `audit extract` (the candidates are listed); shards that `merge` refuses (missing, of mixed counts, of another config or manifest, misplaced; the shard is named); an output directory a command does not own; a run `diff` cannot read, a `lineage` target the run does not hold"
             }
         }
     }

@@ -115,6 +115,10 @@ pub trait Stage: Sync {
     /// Every file the stage writes whose bytes are a result (hashed into provenance and
     /// re-derived by `verify`), relative to the run directory.
     fn outputs(&self, cfg: &LoadedConfig) -> Vec<String>;
+    /// The config keys the stage uses, as dotted paths where `*` stands for one key (a
+    /// workload's name, say) and a key stands for everything below it. The fingerprint
+    /// covers the whole config; lineage names these.
+    fn config_keys(&self) -> Vec<&'static str>;
     /// Files the stage writes that hold wall-clock facts (times, host): never hashed.
     fn run_facts(&self) -> Vec<&'static str> {
         Vec::new()
@@ -131,6 +135,13 @@ pub trait Stage: Sync {
     ) -> Option<Result<String, StageError>> {
         None
     }
+}
+
+/// Whether the dotted config key `key` falls under the pattern `pattern` of
+/// [`Stage::config_keys`] (`*` matches one key; a pattern covers the keys below it).
+pub fn config_key_matches(pattern: &str, key: &str) -> bool {
+    let (p, k): (Vec<&str>, Vec<&str>) = (pattern.split('.').collect(), key.split('.').collect());
+    p.len() <= k.len() && p.iter().zip(&k).all(|(p, k)| *p == "*" || p == k)
 }
 
 /// The files directly below the run directory a stage writes (its outputs and run facts),

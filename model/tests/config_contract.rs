@@ -159,7 +159,8 @@ fn search_effort_scales_the_repetition_counts_and_explicit_keys_win() {
     // A tiny factor keeps every non-zero count at least 1.
     let tiny = search("  effort: 0.001\n").budget_counts();
     assert_eq!((tiny.lns_rounds, tiny.random_orders), (1, 1));
-    assert_eq!(tiny.lns_window_every, d.lns_window_every);
+    assert_eq!(tiny.lns_window_every_gpu, d.lns_window_every_gpu);
+    assert_eq!(tiny.lns_window_every_cache, d.lns_window_every_cache);
 
     for (bad, shown) in [
         ("fast", "string \"fast\""),
@@ -188,7 +189,7 @@ fn unknown_key_names_line_and_field() {
     );
     assert_eq!(
         err(&y),
-        "pipeline.yaml:10: field `workloads.tmax.colour`: unknown field `colour`, expected one of `layout`, `expect`, `replay`"
+        "pipeline.yaml:10: field `workloads.tmax.colour`: unknown field `colour`, expected one of `layout`, `expect`, `replay`, `published`"
     );
     let y = GOOD.replace("run_dir: runs/demo", "run_dir: runs/demo\nrundir: typo");
     assert!(
@@ -391,4 +392,93 @@ fn numeric_values_out_of_their_range_are_refused_naming_the_range() {
         MANIFEST,
     );
     r.unwrap();
+}
+
+/// Published figures: `value` within `atol + rtol * |value|`, `max`, `min`; every malformed
+/// figure is refused naming its field.
+#[test]
+fn published_figures_are_checked_with_their_tolerances_and_malformed_ones_refused() {
+    let with = |figures: &str| {
+        GOOD.replace(
+            "    replay: { concurrency: 16, cpu_cores: 27, ram_gib: 66, gpus: 8 }\n",
+            &format!(
+                "    replay: {{ concurrency: 16, cpu_cores: 27, ram_gib: 66, gpus: 8 }}\n    published:\n{figures}"
+            ),
+        )
+    };
+    let (_d, r) = with_files(
+        &with(
+            "      gpu: { best_found_h: { value: 100, rtol: 0.01, atol: 0.5 }, best_bounds_h: { min: 20 } }\n      cache: { fifo_ideal_h: { max: 9.5 } }\n",
+        ),
+        MANIFEST,
+    );
+    let c = r.unwrap();
+    let p = &c.config.workloads.get(WorkloadId::Tmax).unwrap().published;
+    let names: Vec<String> = p
+        .figures()
+        .iter()
+        .map(|(r, n, _)| format!("{r}.{n}"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "gpu.best_found_h",
+            "gpu.best_bounds_h",
+            "cache.fifo_ideal_h"
+        ]
+    );
+    let found = p.gpu.as_ref().unwrap().best_found_h.unwrap();
+    // |x - 100| <= 0.5 + 0.01 * 100 = 1.5.
+    assert!(found.accepts(101.5) && found.accepts(98.5) && found.accepts(100.0));
+    assert!(!found.accepts(101.51) && !found.accepts(98.49));
+    assert_eq!(found.describe(), "100 (rtol 0.01, atol 0.5)");
+    assert_eq!(found.delta(101.0), 1.0);
+    let bound = p.gpu.as_ref().unwrap().best_bounds_h.unwrap();
+    assert!(bound.accepts(20.0) && bound.accepts(25.0) && !bound.accepts(19.99));
+    assert_eq!(bound.describe(), "at least 20");
+    let fifo = p.cache.as_ref().unwrap().fifo_ideal_h.unwrap();
+    assert!(fifo.accepts(9.5) && !fifo.accepts(9.51));
+    assert_eq!(fifo.delta(9.0), -0.5);
+    let exact = model::config::PublishedFigure {
+        value: Some(3.25),
+        ..Default::default()
+    };
+    assert!(exact.accepts(3.25) && !exact.accepts(3.2500001));
+
+    for (figures, message) in [
+        (
+            "      gpu: { best_found_h: {} }\n",
+            "field `workloads.tmax.published.gpu.best_found_h`: give `value` (with `rtol`/`atol`), `max` or `min`",
+        ),
+        (
+            "      gpu: { best_found_h: { max: 60, rtol: 0.1 } }\n",
+            "field `workloads.tmax.published.gpu.best_found_h`: `rtol` and `atol` apply to a `value`; give one",
+        ),
+        (
+            "      gpu: { best_found_h: { value: 60, atol: -1 } }\n",
+            "field `workloads.tmax.published.gpu.best_found_h`: `atol` must not be negative, got -1",
+        ),
+        (
+            "      cache: { best_bounds_h: { min: 5, max: 4 } }\n",
+            "field `workloads.tmax.published.cache.best_bounds_h`: `min` 5 is above `max` 4",
+        ),
+        (
+            "      gpu: { best_found_h: { value: .nan } }\n",
+            "field `workloads.tmax.published.gpu.best_found_h`: `value` must be a finite number, got NaN",
+        ),
+    ] {
+        let e = err(&with(figures));
+        assert!(e.ends_with(message), "{e}");
+        assert!(e.starts_with("pipeline.yaml:1"), "{e}");
+    }
+    let e = err(&with("      gpu: { best_found: { max: 60 } }\n"));
+    assert!(
+        e.contains("field `workloads.tmax.published.gpu.best_found`: unknown field `best_found`, expected one of `fifo_ideal_h`, `best_found_h`, `best_bounds_h`"),
+        "{e}"
+    );
+    let e = err(&with("      disk: { best_found_h: { max: 60 } }\n"));
+    assert!(
+        e.contains("unknown field `disk`, expected one of `cpu`, `ram`, `gpu`, `cache`"),
+        "{e}"
+    );
 }

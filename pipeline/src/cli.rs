@@ -93,6 +93,46 @@ pub enum Command {
         #[arg(long)]
         from_shards: bool,
     },
+    /// Say per stage whether `pipeline run` would run it (`up to date`, `will run`, or `may
+    /// run`: only inputs an earlier stage rewrites) and every reason; writes nothing. Exit
+    /// 0 when every stage is up to date, 1 otherwise.
+    Status {
+        /// The pipeline.yaml (default: the embedded demo run in the current directory).
+        config: Option<PathBuf>,
+        /// Print the status as JSON (schemas/status.schema.json).
+        #[arg(long)]
+        json: bool,
+    },
+    /// What differs between two finished runs: build, config keys, archives and pins, every
+    /// audit frame row by row (with the `audit show` command of each changed attempt),
+    /// cohort and clipping counts, every replay figure with its delta, and every output
+    /// file. Exit 0 when equal (another build alone is not a difference), 1 when
+    /// different, 2 when a run cannot be read.
+    Diff {
+        /// The first run directory.
+        run_a: PathBuf,
+        /// The second run directory.
+        run_b: PathBuf,
+        /// Print the difference as JSON (schemas/diff.schema.json).
+        #[arg(long, conflicts_with = "md")]
+        json: bool,
+        /// Print the difference as Markdown tables.
+        #[arg(long)]
+        md: bool,
+    },
+    /// Walk one output of a finished run back to its archives: the stages that wrote what it
+    /// derives from, each with its build and config keys, to the archives with their
+    /// SHA256, size, GCS generation and Hub commit. TARGET is FILE, FILE#COLUMN=VALUE[,...]
+    /// (the rows of a frame) or replay.json#WORKLOAD.FIGURE (e.g. tmax.best_found_h.gpu).
+    Lineage {
+        /// The run directory.
+        run_dir: PathBuf,
+        /// FILE, FILE#COLUMN=VALUE[,COLUMN=VALUE...] or replay.json#WORKLOAD.PATH.
+        target: String,
+        /// Print the lineage as JSON (schemas/lineage.schema.json).
+        #[arg(long)]
+        json: bool,
+    },
     /// Check a run directory: recompute every output's SHA256 against provenance.json and
     /// re-derive the audit, replay and report outputs from its verified store.
     Verify {
@@ -160,8 +200,13 @@ pub enum Command {
     /// its SHA256 (docs/ANALYSIS.md, "The partitioned export").
     Export {
         /// The dataset directory to write (absent or empty, unless --force).
-        #[arg(long, value_name = "DIR")]
-        dataset: PathBuf,
+        #[arg(long, value_name = "DIR", required_unless_present = "ro_crate")]
+        dataset: Option<PathBuf>,
+        /// Instead, describe the run as a Workflow Run RO-Crate (Provenance Run Crate
+        /// 0.5): `ro-crate-metadata.json` in the run directory, from what the run
+        /// recorded (an earlier one is replaced only with --force).
+        #[arg(long, conflicts_with = "dataset")]
+        ro_crate: bool,
         /// The run directory: a finished run, whose frames are the ones its
         /// provenance.json records.
         run_dir: PathBuf,
@@ -267,6 +312,66 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             } else if !quiet {
                 model::out!("{}", crate::run::summary_table(&summary)?);
             }
+            match crate::run::published_failures(&summary) {
+                Some(line) => Err(Failure::failed(anyhow::anyhow!("{line}"))),
+                None => Ok(()),
+            }
+        }
+        Command::Status { config, json } => {
+            let cfg = match config {
+                Some(p) => model::load_config(&p)?,
+                None => crate::run::embedded_config_if_generated(&std::env::current_dir()?)?,
+            };
+            let doc = crate::status::status(&cfg)?;
+            if json {
+                model::outln!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                model::out!("{}", crate::status::status_text(&doc));
+            }
+            if doc.up_to_date {
+                Ok(())
+            } else {
+                Err(Failure::failed(anyhow::anyhow!(
+                    "not up to date: {}",
+                    crate::status::not_up_to_date(&doc).join(", ")
+                )))
+            }
+        }
+        Command::Diff {
+            run_a,
+            run_b,
+            json,
+            md,
+        } => {
+            let d = crate::diff::diff(&run_a, &run_b).map_err(Failure::refused)?;
+            if json {
+                model::outln!("{}", serde_json::to_string_pretty(&d)?);
+            } else if md {
+                model::out!("{}", crate::diff::diff_markdown(&d));
+            } else {
+                model::out!("{}", crate::diff::diff_text(&d));
+            }
+            if d.equal {
+                Ok(())
+            } else {
+                Err(Failure::failed(anyhow::anyhow!(
+                    "{} and {} differ",
+                    run_a.display(),
+                    run_b.display()
+                )))
+            }
+        }
+        Command::Lineage {
+            run_dir,
+            target,
+            json,
+        } => {
+            let d = crate::lineage::lineage(&run_dir, &target).map_err(Failure::refused)?;
+            if json {
+                model::outln!("{}", serde_json::to_string_pretty(&d)?);
+            } else {
+                model::out!("{}", crate::lineage::lineage_text(&d));
+            }
             Ok(())
         }
         Command::Verify {
@@ -339,12 +444,13 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Export {
-            dataset,
+            dataset: None,
+            ro_crate: true,
             run_dir,
             force,
-        } => match crate::export::export_dataset(&run_dir, &dataset, force) {
-            Ok(summary) => {
-                model::outln!("{}", summary.line(&dataset));
+        } => match crate::rocrate::write_ro_crate(&run_dir, force) {
+            Ok(path) => {
+                model::outln!("wrote {}", path.display());
                 Ok(())
             }
             Err(error) if error.is::<crate::export::ExportRefused>() => {
@@ -352,6 +458,24 @@ pub fn run(cli: Cli) -> Result<(), Failure> {
             }
             Err(error) => Err(Failure::failed(error)),
         },
+        Command::Export {
+            dataset,
+            run_dir,
+            force,
+            ..
+        } => {
+            let dataset = dataset.expect("clap requires --dataset without --ro-crate");
+            match crate::export::export_dataset(&run_dir, &dataset, force) {
+                Ok(summary) => {
+                    model::outln!("{}", summary.line(&dataset));
+                    Ok(())
+                }
+                Err(error) if error.is::<crate::export::ExportRefused>() => {
+                    Err(Failure::refused(error))
+                }
+                Err(error) => Err(Failure::failed(error)),
+            }
+        }
         Command::Schemas { out, docs } => {
             let mut files: Vec<(PathBuf, String)> = crate::schemas::all_schemas()
                 .into_iter()

@@ -46,6 +46,12 @@ pub enum ExportRefused {
         /// The dataset directory.
         dir: PathBuf,
     },
+    /// The run directory already holds an RO-Crate and `--force` was not given.
+    #[error("{} exists; pass --force to replace it", path.display())]
+    CrateExists {
+        /// The crate's metadata file.
+        path: PathBuf,
+    },
     /// The dataset path exists and is not a directory.
     #[error("{} is not a directory", dir.display())]
     NotADirectory {

@@ -48,8 +48,8 @@ pub struct ProvenanceLocation {
     pub generation: Option<i64>,
     /// The Hub revision it was pinned to.
     pub revision: Option<String>,
-    /// The commit the Hub resolved the revision to, when this ingest asked (null when the
-    /// archive was served from the verified store: the run that fetched it recorded it).
+    /// The commit the Hub resolved the revision to when the bytes were fetched (for a
+    /// location served from the verified store, the one its location record kept).
     pub resolved_commit: Option<String>,
     /// The ledger verdict (`verified`, `in_store`, ...).
     pub verdict: String,
@@ -244,6 +244,7 @@ pub fn write_run_json(
     run: &RunDir,
     started: chrono::DateTime<chrono::Utc>,
     stages: &[StageOutcome],
+    published: &[replay::published::FigureCheck],
 ) -> Result<()> {
     let host = std::fs::read_to_string("/etc/hostname")
         .map(|s| s.trim().to_string())
@@ -260,10 +261,21 @@ pub fn write_run_json(
         "os": std::env::consts::OS,
         "arch": std::env::consts::ARCH,
         "stages": stages,
+        "published": published,
     });
     let text = serde_json::to_string_pretty(&doc)? + "\n";
     frames::atomic_write(&run.file(RUN_JSON_FILE), text.as_bytes())?;
     Ok(())
+}
+
+/// Read a run's `provenance.json` (its format version checked).
+pub fn read_provenance(run: &RunDir) -> Result<Provenance> {
+    let ppath = run.file(PROVENANCE_FILE);
+    let text = std::fs::read_to_string(&ppath)
+        .with_context(|| format!("cannot read {}", ppath.display()))?;
+    model::run_dir::check_json_version(&ppath, &text, JSON_FORMAT_VERSION)?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a provenance document", ppath.display()))
 }
 
 /// What `pipeline verify` found.
@@ -281,12 +293,7 @@ pub struct VerifyReport {
 /// outputs from its verified store in a scratch directory.
 pub fn verify(run_dir: &Path, rederive: bool) -> Result<VerifyReport> {
     let run = RunDir::new(run_dir);
-    let ppath = run.file(PROVENANCE_FILE);
-    let text = std::fs::read_to_string(&ppath)
-        .with_context(|| format!("cannot read {}", ppath.display()))?;
-    model::run_dir::check_json_version(&ppath, &text, JSON_FORMAT_VERSION)?;
-    let prov: Provenance = serde_json::from_str(&text)
-        .with_context(|| format!("{} is not a provenance document", ppath.display()))?;
+    let prov = read_provenance(&run)?;
     let mut rep = VerifyReport::default();
     let current = BuildIdentity::current()?;
     rep.build = format!(

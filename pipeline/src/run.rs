@@ -3,12 +3,13 @@
 
 use crate::provenance;
 use crate::stages::{
-    STAGES, StageOutcome, StageRecord, can_skip, fingerprint, hash_outputs, read_record, timed,
-    write_record,
+    HashedOutputs, REASON_LINES, STAGE_RECORD_VERSION, STAGES, StageOutcome, StageRecord, decide,
+    fingerprint, hash_outputs, read_record, reason_lines, timed, utc_seconds, write_record,
 };
 use anyhow::{Context, Result};
 use model::LoadedConfig;
 use model::run_dir::RunDir;
+use replay::published::FigureCheck;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -47,6 +48,8 @@ pub struct RunSummary {
     pub stages: Vec<StageOutcome>,
     /// Headline figures per workload (cohort counts from `audit.json`).
     pub workloads: BTreeMap<String, serde_json::Value>,
+    /// The published figures of `pipeline.yaml` against the rerun.
+    pub published: Vec<FigureCheck>,
 }
 
 /// Load the embedded default config, generating the demo corpus under `base` if absent.
@@ -63,6 +66,21 @@ pub fn embedded_config(base: &Path, quiet: bool) -> Result<LoadedConfig> {
         demo::generate(&corpus, demo::Scale::Full, demo::DEFAULT_SEED)
             .with_context(|| format!("writing the demo corpus to {}", corpus.display()))?;
     }
+    Ok(model::config::load_config_str(
+        &base.join("pipeline.yaml"),
+        EMBEDDED_PIPELINE_YAML,
+    )?)
+}
+
+/// Load the embedded default config when its demo corpus exists under `base` (a command
+/// that writes nothing, such as `status`, does not generate it).
+pub fn embedded_config_if_generated(base: &Path) -> Result<LoadedConfig> {
+    let corpus = base.join(EMBEDDED_CORPUS_DIR);
+    anyhow::ensure!(
+        corpus.join("manifest.csv").is_file(),
+        "the embedded demo run has no corpus in {} yet (`pipeline run` generates it)",
+        corpus.display()
+    );
     Ok(model::config::load_config_str(
         &base.join("pipeline.yaml"),
         EMBEDDED_PIPELINE_YAML,
@@ -107,25 +125,51 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
     };
     for stage in STAGES {
         let name = stage.name();
-        let fp = fingerprint(cfg, stage, &known, &run);
+        let decision = decide(cfg, stage, &known, &BTreeMap::new(), &run, opts.force)?;
         let say = |msg: &str| {
             if !opts.quiet {
                 eprintln!("{name}: {msg}");
             }
         };
-        if !opts.force && can_skip(&run, name, &fp) {
-            let rec = read_record(&run, name).expect("can_skip read it");
+        let record = |outputs: &HashedOutputs, times: (String, String)| StageRecord {
+            format_version: STAGE_RECORD_VERSION,
+            stage: name.into(),
+            fingerprint: fingerprint(name, &decision.inputs),
+            inputs: decision.inputs.clone(),
+            outputs: outputs.sha256.clone(),
+            output_stats: outputs.stats.clone(),
+            started_utc: times.0,
+            finished_utc: times.1,
+        };
+        if decision.up_to_date() {
+            // Outputs that had to be read are stamped again, so the next check trusts
+            // them by their file status; the record keeps when its outputs were written.
+            if decision.trusted_by_status < decision.outputs.sha256.len()
+                && let Some(old) = read_record(&run, name)
+            {
+                write_record(
+                    &run,
+                    &record(&decision.outputs, (old.started_utc, old.finished_utc)),
+                )?;
+            }
             say("inputs and config unchanged, skipped");
             outcomes.push(StageOutcome {
                 stage: name.into(),
                 skipped: true,
                 seconds: 0.0,
                 summary: "unchanged, skipped".into(),
+                reasons: Vec::new(),
+                started_utc: None,
+                finished_utc: None,
             });
-            known.extend(rec.outputs);
+            known.extend(decision.outputs.sha256);
             continue;
         }
+        for line in reason_lines(&decision.reasons, REASON_LINES) {
+            say(&format!("runs: {line}"));
+        }
         say("running");
+        let stage_started = utc_seconds(chrono::Utc::now());
         let spinner = stage_spinner(name, opts.quiet);
         let result = timed(|| {
             let merged = if opts.from_shards {
@@ -139,15 +183,11 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
             s.finish_and_clear();
         }
         let (summary, seconds) = result?;
+        let stage_finished = utc_seconds(chrono::Utc::now());
         let outputs = hash_outputs(&run, &stage.outputs(cfg))?;
         write_record(
             &run,
-            &StageRecord {
-                format_version: model::run_dir::JSON_FORMAT_VERSION,
-                stage: name.into(),
-                fingerprint: fp,
-                outputs: outputs.clone(),
-            },
+            &record(&outputs, (stage_started.clone(), stage_finished.clone())),
         )?;
         say(&summary);
         outcomes.push(StageOutcome {
@@ -155,16 +195,45 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
             skipped: false,
             seconds,
             summary,
+            reasons: decision.reasons.clone(),
+            started_utc: Some(stage_started),
+            finished_utc: Some(stage_finished),
         });
-        known.extend(outputs);
+        known.extend(outputs.sha256);
     }
+    let published = replay::published::check_run(cfg).context("checking the published figures")?;
     provenance::write_provenance(cfg, &run)?;
-    provenance::write_run_json(cfg, &run, started, &outcomes)?;
+    provenance::write_run_json(cfg, &run, started, &outcomes, &published)?;
     Ok(RunSummary {
         config: cfg.path.clone(),
         run_dir: cfg.run_dir.clone(),
         stages: outcomes,
         workloads: headline_from_files(&run)?,
+        published,
+    })
+}
+
+/// The figures out of tolerance, as one line for the exit message (None: all reproduced).
+pub fn published_failures(s: &RunSummary) -> Option<String> {
+    let bad: Vec<String> = s
+        .published
+        .iter()
+        .filter(|c| !c.ok)
+        .map(|c| {
+            format!(
+                "{} (rerun {}, published {})",
+                c.name(),
+                c.rerun.map_or("missing".into(), |x| format!("{x:.4}")),
+                c.published
+            )
+        })
+        .collect();
+    (!bad.is_empty()).then(|| {
+        format!(
+            "{} published figure(s) not reproduced: {}",
+            bad.len(),
+            bad.join("; ")
+        )
     })
 }
 
@@ -293,6 +362,25 @@ pub fn summary_table(s: &RunSummary) -> Result<String> {
                 f(gp[i]),
                 f(vb[i]),
                 f(cg[i])
+            );
+        }
+    }
+    if !s.published.is_empty() {
+        let _ = writeln!(
+            out,
+            "\npublished figure               published                     rerun      delta  relative  ok"
+        );
+        for c in &s.published {
+            let _ = writeln!(
+                out,
+                "{:<30} {:<28} {:>9} {:>10} {:>9}  {}",
+                c.name(),
+                c.published,
+                c.rerun.map_or("-".into(), |x| format!("{x:.4}")),
+                c.delta.map_or("-".into(), |d| format!("{d:+.4}")),
+                c.relative_delta
+                    .map_or("-".into(), |d| format!("{:+.3}%", d * 100.0)),
+                if c.ok { "yes" } else { "NO" }
             );
         }
     }

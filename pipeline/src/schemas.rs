@@ -59,5 +59,23 @@ pub fn all_schemas() -> Vec<(String, String)> {
         "show.schema.json".to_string(),
         serde_json::to_string_pretty(&show).expect("schema serializes") + "\n",
     ));
+    // `pipeline diff --json`.
+    let diff = schemars::schema_for!(crate::diff::DiffDocument);
+    out.push((
+        "diff.schema.json".to_string(),
+        serde_json::to_string_pretty(&diff).expect("schema serializes") + "\n",
+    ));
+    // `pipeline lineage --json`.
+    let lineage = schemars::schema_for!(crate::lineage::LineageDocument);
+    out.push((
+        "lineage.schema.json".to_string(),
+        serde_json::to_string_pretty(&lineage).expect("schema serializes") + "\n",
+    ));
+    // `pipeline status --json`.
+    let status = schemars::schema_for!(crate::status::StatusDocument);
+    out.push((
+        "status.schema.json".to_string(),
+        serde_json::to_string_pretty(&status).expect("schema serializes") + "\n",
+    ));
     out
 }

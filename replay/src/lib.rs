@@ -17,6 +17,7 @@
 pub mod error;
 pub mod input;
 pub mod output;
+pub mod published;
 pub mod schemas;
 pub mod stage;
 pub mod validate;

@@ -484,6 +484,9 @@ impl model::Stage for ReplayStage {
     fn about(&self) -> &'static str {
         "FIFO admission replay, resource-hour accounting, lower bounds, seeded schedule search, independent validation of every selected schedule"
     }
+    fn config_keys(&self) -> Vec<&'static str> {
+        vec!["workloads.*.replay", "search"]
+    }
     fn inputs(&self, _cfg: &model::LoadedConfig) -> Vec<model::StageInput> {
         crate::input::INPUT_FRAMES
             .iter()

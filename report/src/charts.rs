@@ -19,8 +19,9 @@ pub(crate) struct Figure {
 }
 
 /// Every chart, workload by workload (those of `bounds.parquet`, in its order); a workload
-/// without a FIFO schedule has none.
-pub(crate) fn figures(d: &RunData) -> Result<Vec<Figure>, ReportError> {
+/// without a FIFO schedule has none. `search` names the search that ran (profile and
+/// effort), for the convergence chart's caption.
+pub(crate) fn figures(d: &RunData, search: &str) -> Result<Vec<Figure>, ReportError> {
     let mut out = Vec::new();
     for w in d.chart_workloads()? {
         let (fifo, fifo_end) = d.schedule_times(&w, "fifo")?;
@@ -53,7 +54,7 @@ pub(crate) fn figures(d: &RunData) -> Result<Vec<Figure>, ReportError> {
             blob_lifetimes_svg(&format!("{w}: blob lifetimes, best cache"), &rows, horizon)?,
         );
         push(
-            format!("{w}: search convergence"),
+            format!("{w}: search convergence ({search}): best so far against candidates evaluated"),
             convergence_svg(&format!("{w}: best so far"), &d.convergence(&w)?)?,
         );
         if let Some(pts) = d.pareto_points(&w)? {

@@ -80,6 +80,12 @@ pub enum ReportError {
         /// The column.
         column: String,
     },
+    /// replay.json cannot be read for the published figures.
+    #[error("cannot check the published figures: {message}")]
+    Published {
+        /// Why (the error names the file).
+        message: String,
+    },
     /// plotters could not draw a chart.
     #[error("drawing the chart `{chart}`: {message}")]
     Chart {
@@ -96,7 +102,16 @@ pub fn write_report(cfg: &LoadedConfig) -> Result<PathBuf, ReportError> {
     let run = RunDir::new(&cfg.run_dir);
     let d = data::load(&run)?;
     let md = markdown(cfg, &d)?;
-    let figures = charts::figures(&d)?;
+    let search = &cfg.config.search;
+    let search = format!(
+        "profile {}, effort {}",
+        search.profile.name(),
+        search
+            .effort
+            .name()
+            .map_or_else(|| format!("x{}", search.effort.factor()), str::to_string)
+    );
+    let figures = charts::figures(&d, &search)?;
     let md = md + &sections::chart_list(&figures);
     let md_path = run.file(REPORT_MD);
     frames::atomic_write(&md_path, md.as_bytes())?;
@@ -123,6 +138,11 @@ fn markdown(cfg: &LoadedConfig, d: &data::RunData) -> Result<String, ReportError
         sections::flagged(workloads),
         sections::clipping(workloads),
         sections::resource_hours(&d.bounds()?),
+        sections::published(&replay::published::check_run(cfg).map_err(|e| {
+            ReportError::Published {
+                message: e.to_string(),
+            }
+        })?),
         sections::selected_schedules(&d.joint)?,
         sections::coexistence(&d.joint)?,
         sections::assumptions(),
@@ -145,6 +165,9 @@ impl model::Stage for ReportStage {
     }
     fn about(&self) -> &'static str {
         "report.html / report.md with the figures, charts and the model's assumptions"
+    }
+    fn config_keys(&self) -> Vec<&'static str> {
+        vec!["workloads", "search"]
     }
     fn inputs(&self, cfg: &LoadedConfig) -> Vec<model::StageInput> {
         std::iter::once(ingest::LEDGER_FILE.to_string())

@@ -171,6 +171,23 @@ pub(crate) fn resource_hours(rows: &[BoundRow]) -> String {
     md
 }
 
+/// The published figures of `pipeline.yaml` against the rerun (nothing when none is given).
+pub(crate) fn published(checks: &[replay::published::FigureCheck]) -> String {
+    if checks.is_empty() {
+        return String::new();
+    }
+    let failed = checks.iter().filter(|c| !c.ok).count();
+    format!(
+        "## Published figures\n\nThe figures `workloads.<workload>.published` of pipeline.yaml states, against this rerun: `value` within `atol + rtol * |value|`, or at most `max` / at least `min`. {}\n\n{}\n",
+        if failed == 0 {
+            format!("All {} reproduced.", checks.len())
+        } else {
+            format!("{failed} of {} **not reproduced**.", checks.len())
+        },
+        replay::published::markdown_table(checks)
+    )
+}
+
 /// The selected schedules of `joint_schedules.csv`: the values that coexist in one schedule,
 /// and the deadline. A cell that should be a number but does not parse is shown as it is.
 pub(crate) fn selected_schedules(joint: &Table) -> Result<String, ReportError> {

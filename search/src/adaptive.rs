@@ -405,7 +405,10 @@ fn lns_round(
         moves: budget.lns_moves,
         max_removed: budget.lns_max_removed,
         late_acceptance: budget.lns_late_acceptance,
-        window_every: budget.lns_window_every,
+        window_every: match objective {
+            Objective::Gpu => budget.lns_window_every_gpu,
+            Objective::Cache => budget.lns_window_every_cache,
+        },
     };
     let Some(base) = state.best(objective).map(|b| b.eval.starts.clone()) else {
         return;

@@ -68,3 +68,9 @@ pub(crate) fn run_quiet(cfg: &model::LoadedConfig) -> pipeline::run::RunSummary 
     )
     .unwrap()
 }
+
+/// SHA256 (lowercase hex) of a file's bytes.
+pub(crate) fn sha256_of(path: &std::path::Path) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(std::fs::read(path).unwrap()))
+}
