@@ -646,7 +646,7 @@ fn full_demo_every_reason_with_its_evidence() {
     assert_member_evidence(&x, a, i);
 
     // The command line: an ambiguous id exits 2 naming the candidates; --json prints the
-    // document with the keys the issue names.
+    // document with the keys the contract names.
     let bin = env!("CARGO_BIN_EXE_audit");
     let yaml = d.path().join("pipeline.yaml");
     let out = Command::new(bin)
