@@ -224,14 +224,9 @@ pub fn diff(a: &Path, b: &Path) -> Result<DiffDocument> {
 
 /// The keys whose values differ between two maps, in key order.
 fn map_changes(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<ValueChange> {
-    let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .map(|k| ValueChange {
-            key: k.clone(),
-            a: a.get(k).cloned(),
-            b: b.get(k).cloned(),
-        })
+    crate::stages::map_changes(a, b)
+        .into_iter()
+        .map(|(key, a, b)| ValueChange { key, a, b })
         .collect()
 }
 

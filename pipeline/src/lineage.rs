@@ -123,6 +123,13 @@ pub fn lineage(run_dir: &Path, target: &str) -> Result<LineageDocument> {
         .iter()
         .map(|a| (a.archive_id.as_str(), a))
         .collect();
+    // The stored blobs on the way: those of the archives the selector keeps.
+    let kept_sha256: BTreeSet<&str> = prov
+        .archives
+        .iter()
+        .filter(|a| narrowing.keeps(a))
+        .map(|a| a.sha256.as_str())
+        .collect();
     let mut files = Vec::new();
     let mut reached: BTreeSet<String> = BTreeSet::new();
     let mut seen: BTreeSet<String> = BTreeSet::new();
@@ -153,10 +160,7 @@ pub fn lineage(run_dir: &Path, target: &str) -> Result<LineageDocument> {
                 continue;
             }
             if let Some(sha) = stored_sha256(i)
-                && !prov
-                    .archives
-                    .iter()
-                    .any(|a| a.sha256 == sha && narrowing.keeps(a))
+                && !kept_sha256.contains(sha)
             {
                 continue;
             }

@@ -112,13 +112,19 @@ impl BuildIdentity {
         Ok(CURRENT.get_or_init(|| b).clone())
     }
 
+    /// The git commit, with `+dirty` when tracked files differed from it at build time.
+    pub fn commit(&self) -> Option<String> {
+        self.git_commit.as_ref().map(|c| match self.git_dirty {
+            Some(true) => format!("{c}+dirty"),
+            _ => c.clone(),
+        })
+    }
+
     /// One line naming the build: version, commit (with `+dirty`) and the executable's hash.
     pub fn describe(&self) -> String {
-        let commit = match (&self.git_commit, self.git_dirty) {
-            (Some(c), Some(true)) => format!("git {c}+dirty"),
-            (Some(c), _) => format!("git {c}"),
-            (None, _) => "no git commit".into(),
-        };
+        let commit = self
+            .commit()
+            .map_or_else(|| "no git commit".into(), |c| format!("git {c}"));
         format!(
             "{} ({commit}, executable sha256 {})",
             self.tool_version, self.executable_sha256

@@ -173,7 +173,15 @@ pub fn ro_crate(run_dir: &Path) -> Result<Value> {
         inputs: Vec<String>,
         outputs: Vec<String>,
     }
-    let archive_of = |aid: &str| prov.archives.iter().find(|a| a.archive_id == aid);
+    // Each archive's remote locations, by archive id (ingest reads the archives from them).
+    let remote_of: std::collections::BTreeMap<&str, Vec<String>> = prov
+        .archives
+        .iter()
+        .map(|a| {
+            let urls = a.locations.iter().filter_map(|l| remote_location(&l.uri));
+            (a.archive_id.as_str(), urls.map(|(url, _)| url).collect())
+        })
+        .collect();
     let mut executed = Vec::new();
     for s in STAGES {
         let Some(rec) = read_record(&run, s.name()) else {
@@ -188,22 +196,14 @@ pub fn ro_crate(run_dir: &Path) -> Result<Value> {
         if outputs.is_empty() {
             continue;
         }
+        // Every output of a stage lists the stage's inputs: the first one's are them all.
         let mut inputs: BTreeSet<String> = BTreeSet::new();
-        for o in prov.outputs.iter().filter(|o| o.stage == s.name()) {
-            for i in &o.inputs {
-                match i.strip_prefix("archive:") {
-                    Some(aid) => {
-                        for (url, _) in archive_of(aid)
-                            .into_iter()
-                            .flat_map(|a| &a.locations)
-                            .filter_map(|l| remote_location(&l.uri))
-                        {
-                            inputs.insert(url);
-                        }
-                    }
-                    None => {
-                        inputs.insert(i.clone());
-                    }
+        let first = prov.outputs.iter().find(|o| o.stage == s.name());
+        for i in first.into_iter().flat_map(|o| &o.inputs) {
+            match i.strip_prefix("archive:") {
+                Some(aid) => inputs.extend(remote_of.get(aid).into_iter().flatten().cloned()),
+                None => {
+                    inputs.insert(i.clone());
                 }
             }
         }
@@ -243,7 +243,8 @@ pub fn ro_crate(run_dir: &Path) -> Result<Value> {
 
     // Remote sources: one web entity per pinned location; the stored copy is based on it.
     let mut remote: Vec<Value> = Vec::new();
-    let mut stored_extra: Vec<(String, Value)> = Vec::new();
+    let mut stored_extra: std::collections::BTreeMap<String, Value> = Default::default();
+    let mut remote_ids: BTreeSet<String> = BTreeSet::new();
     for a in &prov.archives {
         let stored = model::run_dir::stored_archive_relative(&a.sha256);
         let mut based_on = Vec::new();
@@ -251,7 +252,7 @@ pub fn ro_crate(run_dir: &Path) -> Result<Value> {
         for l in &a.locations {
             identifiers.push(l.uri.clone());
             if let Some((url, name)) = remote_location(&l.uri) {
-                if !has_part.contains(&url) {
+                if remote_ids.insert(url.clone()) {
                     has_part.push(url.clone());
                     remote.push(remote_entity(a, &l.location_kind, &url, &name, &l.uri));
                 }
@@ -277,7 +278,7 @@ pub fn ro_crate(run_dir: &Path) -> Result<Value> {
                 json!(identifiers)
             };
         }
-        stored_extra.push((stored, extra));
+        stored_extra.insert(stored, extra);
     }
 
     // The descriptor, the root, the profiles.
@@ -348,11 +349,7 @@ pub fn ro_crate(run_dir: &Path) -> Result<Value> {
         "softwareVersion": tool_version,
         "sha256": prov.build.executable_sha256,
     });
-    if let Some(commit) = &prov.build.git_commit {
-        let value = match prov.build.git_dirty {
-            Some(true) => format!("{commit}+dirty"),
-            _ => commit.clone(),
-        };
+    if let Some(value) = prov.build.commit() {
         engine["identifier"] = id("#engine-pipeline-git-commit");
         graph.push(engine);
         graph.push(json!({
@@ -460,7 +457,7 @@ pub fn ro_crate(run_dir: &Path) -> Result<Value> {
         if let Some(t) = encoding_format(path) {
             f["encodingFormat"] = json!(t);
         }
-        if let Some((_, extra)) = stored_extra.iter().find(|(p, _)| p == path) {
+        if let Some(extra) = stored_extra.get(path) {
             for (k, v) in extra.as_object().expect("an object") {
                 f[k] = v.clone();
             }

@@ -4,7 +4,7 @@
 use crate::provenance;
 use crate::stages::{
     HashedOutputs, REASON_LINES, STAGE_RECORD_VERSION, STAGES, StageOutcome, StageRecord, decide,
-    fingerprint, hash_outputs, read_record, reason_lines, timed, utc_seconds, write_record,
+    fingerprint, hash_outputs, reason_lines, timed, utc_seconds, write_record,
 };
 use anyhow::{Context, Result};
 use model::LoadedConfig;
@@ -145,12 +145,10 @@ pub fn run_all(cfg: &LoadedConfig, opts: &RunOptions) -> Result<RunSummary> {
             // Outputs that had to be read are stamped again, so the next check trusts
             // them by their file status; the record keeps when its outputs were written.
             if decision.trusted_by_status < decision.outputs.sha256.len()
-                && let Some(old) = read_record(&run, name)
+                && let Some(old) = &decision.recorded
             {
-                write_record(
-                    &run,
-                    &record(&decision.outputs, (old.started_utc, old.finished_utc)),
-                )?;
+                let times = (old.started_utc.clone(), old.finished_utc.clone());
+                write_record(&run, &record(&decision.outputs, times))?;
             }
             say("inputs and config unchanged, skipped");
             outcomes.push(StageOutcome {
@@ -371,15 +369,12 @@ pub fn summary_table(s: &RunSummary) -> Result<String> {
             "\npublished figure               published                     rerun      delta  relative  ok"
         );
         for c in &s.published {
+            let [rerun, delta, relative] = c.value_cells();
             let _ = writeln!(
                 out,
-                "{:<30} {:<28} {:>9} {:>10} {:>9}  {}",
+                "{:<30} {:<28} {rerun:>9} {delta:>10} {relative:>9}  {}",
                 c.name(),
                 c.published,
-                c.rerun.map_or("-".into(), |x| format!("{x:.4}")),
-                c.delta.map_or("-".into(), |d| format!("{d:+.4}")),
-                c.relative_delta
-                    .map_or("-".into(), |d| format!("{:+.3}%", d * 100.0)),
                 if c.ok { "yes" } else { "NO" }
             );
         }

@@ -40,42 +40,30 @@ pub fn frame_files() -> Vec<FrameFile> {
     out
 }
 
+/// `<name>.schema.json` of a document type, pretty, with a final newline.
+fn document_schema<T: schemars::JsonSchema>(name: &str) -> (String, String) {
+    let schema = schemars::schema_for!(T);
+    (
+        format!("{name}.schema.json"),
+        serde_json::to_string_pretty(&schema).expect("schema serializes") + "\n",
+    )
+}
+
 /// Every schema this build knows: (file name, pretty JSON text with a final newline).
 pub fn all_schemas() -> Vec<(String, String)> {
-    let pipeline = schemars::schema_for!(PipelineConfig);
-    let mut out = vec![(
-        "pipeline.schema.json".to_string(),
-        serde_json::to_string_pretty(&pipeline).expect("schema serializes") + "\n",
-    )];
+    let mut out = vec![document_schema::<PipelineConfig>("pipeline")];
     for f in frame_files() {
         out.push((
             format!("{}.schema.json", f.spec.name),
             f.spec.json_schema_text(FRAME_SCHEMA_VERSION),
         ));
     }
-    // `audit show --json`.
-    let show = schemars::schema_for!(audit::show::ShowDocument);
-    out.push((
-        "show.schema.json".to_string(),
-        serde_json::to_string_pretty(&show).expect("schema serializes") + "\n",
+    // The `--json` documents of `audit show`, `pipeline diff`, `lineage` and `status`.
+    out.push(document_schema::<audit::show::ShowDocument>("show"));
+    out.push(document_schema::<crate::diff::DiffDocument>("diff"));
+    out.push(document_schema::<crate::lineage::LineageDocument>(
+        "lineage",
     ));
-    // `pipeline diff --json`.
-    let diff = schemars::schema_for!(crate::diff::DiffDocument);
-    out.push((
-        "diff.schema.json".to_string(),
-        serde_json::to_string_pretty(&diff).expect("schema serializes") + "\n",
-    ));
-    // `pipeline lineage --json`.
-    let lineage = schemars::schema_for!(crate::lineage::LineageDocument);
-    out.push((
-        "lineage.schema.json".to_string(),
-        serde_json::to_string_pretty(&lineage).expect("schema serializes") + "\n",
-    ));
-    // `pipeline status --json`.
-    let status = schemars::schema_for!(crate::status::StatusDocument);
-    out.push((
-        "status.schema.json".to_string(),
-        serde_json::to_string_pretty(&status).expect("schema serializes") + "\n",
-    ));
+    out.push(document_schema::<crate::status::StatusDocument>("status"));
     out
 }

@@ -351,6 +351,8 @@ pub struct Decision {
     pub outputs: HashedOutputs,
     /// Recorded outputs whose status vouched for their hash (not read).
     pub trusted_by_status: usize,
+    /// The record the decision read (None: none of this build's format).
+    pub recorded: Option<StageRecord>,
 }
 
 impl Decision {
@@ -517,13 +519,6 @@ fn short(sha: &str) -> &str {
     if sha.len() == 64 { &sha[..12] } else { sha }
 }
 
-fn git_commit(b: &BuildIdentity) -> Option<String> {
-    b.git_commit.as_ref().map(|c| match b.git_dirty {
-        Some(true) => format!("{c}+dirty"),
-        _ => c.clone(),
-    })
-}
-
 /// At most this many reasons are printed per stage (the JSON has them all).
 pub const REASON_LINES: usize = 12;
 
@@ -555,6 +550,7 @@ pub fn decide(
         reasons: Vec::new(),
         outputs: HashedOutputs::default(),
         trusted_by_status: 0,
+        recorded: None,
     };
     if force {
         d.reasons.push(RunReason::Forced);
@@ -619,6 +615,7 @@ pub fn decide(
             expected: STAGE_RECORD_VERSION,
         });
     }
+    d.recorded = Some(rec);
     Ok(d)
 }
 
@@ -635,8 +632,8 @@ fn input_reasons(
         out.push(RunReason::Build {
             old_executable_sha256: old.build.executable_sha256.clone(),
             new_executable_sha256: new.build.executable_sha256.clone(),
-            old_git_commit: git_commit(&old.build),
-            new_git_commit: git_commit(&new.build),
+            old_git_commit: old.build.commit(),
+            new_git_commit: new.build.commit(),
         });
     }
     let mut keys_changed = false;
@@ -703,7 +700,7 @@ fn input_reasons(
 }
 
 /// The keys of two maps whose values differ (absent on one side: None), in key order.
-fn map_changes(
+pub(crate) fn map_changes(
     old: &BTreeMap<String, String>,
     new: &BTreeMap<String, String>,
 ) -> Vec<(String, Option<String>, Option<String>)> {

@@ -1,7 +1,7 @@
 //! `pipeline status`: per stage, whether `pipeline run` would run it and every reason, from
 //! the decision `run` itself takes ([`crate::stages::decide`]); nothing is written.
 
-use crate::stages::{RunReason, STAGES, decide, read_record};
+use crate::stages::{RunReason, STAGES, decide};
 use anyhow::Result;
 use model::LoadedConfig;
 use model::run_dir::RunDir;
@@ -90,8 +90,8 @@ pub fn status(cfg: &LoadedConfig) -> Result<StatusDocument> {
         } else {
             // Its outputs will be written again: later stages name them as rewritten, and
             // take the recorded hashes rather than read the files.
-            if let Some(rec) = read_record(&run, stage.name()) {
-                known.extend(rec.outputs);
+            if let Some(rec) = &d.recorded {
+                known.extend(rec.outputs.clone());
             }
             for file in stage.outputs(cfg) {
                 rewritten.insert(file, stage.name().to_string());

@@ -34,6 +34,17 @@ impl FigureCheck {
     pub fn name(&self) -> String {
         format!("{} {} {}", self.workload, self.resource, self.figure)
     }
+
+    /// The rerun, the delta and the relative delta as the tables show them (`-` when
+    /// absent): `58.4085`, `-0.0015`, `-0.003%`.
+    pub fn value_cells(&self) -> [String; 3] {
+        [
+            self.rerun.map_or("-".into(), |x| format!("{x:.4}")),
+            self.delta.map_or("-".into(), |d| format!("{d:+.4}")),
+            self.relative_delta
+                .map_or("-".into(), |d| format!("{:+.3}%", d * 100.0)),
+        ]
+    }
 }
 
 /// Every published figure of `cfg`, checked against `doc`, in workload, resource and figure
@@ -94,16 +105,12 @@ pub fn markdown_table(checks: &[FigureCheck]) -> String {
     let mut s = String::from(
         "| figure | published | rerun | delta | relative | ok |\n|---|---|---|---|---|---|\n",
     );
-    let num = |x: Option<f64>, prec: usize| x.map_or("-".to_string(), |x| format!("{x:.prec$}"));
     for c in checks {
+        let [rerun, delta, relative] = c.value_cells();
         s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {rerun} | {delta} | {relative} | {} |\n",
             c.name(),
             c.published,
-            num(c.rerun, 4),
-            c.delta.map_or("-".into(), |d| format!("{d:+.4}")),
-            c.relative_delta
-                .map_or("-".into(), |d| format!("{:+.3}%", d * 100.0)),
             if c.ok { "yes" } else { "**no**" }
         ));
     }
