@@ -52,6 +52,11 @@ pub struct LpBound {
     pub rounds: u32,
     /// Columns in the final restricted master.
     pub columns: usize,
+    /// Cache LP only: per blob of the LP (blob index, ascending), the seconds it is open in
+    /// the last restricted master's solution; with the other blobs' per-blob bounds these
+    /// add up to `master_h`. Written to `blob_bounds.parquet`, not to `replay.json`.
+    #[serde(skip)]
+    pub blob_open_s: Vec<(u32, f64)>,
 }
 
 impl LpBound {
@@ -64,6 +69,7 @@ impl LpBound {
             master_h: None,
             rounds: 0,
             columns: 0,
+            blob_open_s: Vec::new(),
         }
     }
 }
@@ -401,6 +407,7 @@ mod solve {
                 master_h: Some(0.0),
                 rounds: 0,
                 columns: 0,
+                blob_open_s: Vec::new(),
             };
         }
         let mut pb = ColProblem::default();
@@ -478,6 +485,7 @@ mod solve {
             master_h: master.map(h),
             rounds,
             columns,
+            blob_open_s: Vec::new(),
         }
     }
 
@@ -536,6 +544,7 @@ mod solve {
                 master_h: Some(h(outside)),
                 rounds: 0,
                 columns: 0,
+                blob_open_s: Vec::new(),
             };
         }
         // Classes.
@@ -575,9 +584,12 @@ mod solve {
         let mut columns = 0usize;
         // Artificial columns keep every master feasible; they are not part of the problem
         // and play no role in the certificate.
+        // The LP blobs (positions in `shared`) of each column, artificial ones empty.
+        let mut column_blobs: Vec<Vec<usize>> = Vec::new();
         for r in cov.iter().chain(&open) {
             pb.add_column(big, 0.., [(*r, 1.0)]);
             columns += 1;
+            column_blobs.push(Vec::new());
         }
         // The FIFO schedule's segments: (open LP blobs, running count per class).
         let mut segs: BTreeMap<FluidColumnKey, f64> = BTreeMap::new();
@@ -630,12 +642,14 @@ mod solve {
             let (cost, f) = column_of(blobs, r);
             pb.add_column(cost, 0.., f);
             columns += 1;
+            column_blobs.push(blobs.clone());
         }
         let mut model = pb.optimise(Sense::Minimise);
         quiet(&mut model, cfg);
         let mut best_lb = f64::NEG_INFINITY;
         let mut best_duals: Option<(Vec<f64>, Vec<f64>)> = None;
         let mut master: Option<f64>;
+        let mut open_s = vec![0.0f64; shared.len()];
         let mut rounds = 0u32;
         let mut status = LpStatus::BudgetExhausted;
         loop {
@@ -644,7 +658,14 @@ mod solve {
                 Err(skipped) => return skipped,
             };
             master = Some(solved.objective_value());
-            let duals = solved.get_solution().dual_rows().to_vec();
+            let solution = solved.get_solution();
+            open_s.iter_mut().for_each(|v| *v = 0.0);
+            for (x, blobs) in solution.columns().iter().zip(&column_blobs) {
+                for &i in blobs {
+                    open_s[i] += x.max(0.0);
+                }
+            }
+            let duals = solution.dual_rows().to_vec();
             let pi: Vec<f64> = duals[..classes.len()].iter().map(|v| v.max(0.0)).collect();
             let sigma: Vec<f64> = duals[classes.len()..classes.len() + shared.len()]
                 .iter()
@@ -730,6 +751,7 @@ mod solve {
             let (cost, f) = column_of(&priced.blobs, &priced.counts);
             next.add_col(cost, 0.., f);
             columns += 1;
+            column_blobs.push(priced.blobs.clone());
             model = next;
         }
         let lp_part = best_lb.max(inside_per_blob);
@@ -740,6 +762,11 @@ mod solve {
             master_h: master.map(|m| h(outside + m)),
             rounds,
             columns,
+            blob_open_s: shared
+                .iter()
+                .zip(&open_s)
+                .map(|(&b, &t)| (b as u32, t))
+                .collect(),
         }
     }
 

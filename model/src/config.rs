@@ -706,6 +706,16 @@ search_budget! {
     /// The same for the cache chains (measured on the zoo, it helps them less than it
     /// costs); 0 = never.
     lns_window_every_cache: u32 = 0, kept;
+    /// A chain that has not improved its best for this many moves makes a kick: one move
+    /// that removes `lns_kick_removed` attempts and is accepted whatever its cost (docs/SEARCH.md,
+    /// "Kicks and stalls"); 0 = never.
+    lns_kick_after: u32 = 0, kept;
+    /// Attempts a kick removes.
+    lns_kick_removed: u32 = 12, kept;
+    /// After this many neighbourhood-search rounds in a row that each improved an
+    /// objective's best by less than one part in 10,000, that objective runs no more rounds
+    /// and its rounds left go to the other objective; 0 = never.
+    lns_stall_rounds: u32 = 0, kept;
 }
 
 /// Factor of [`SearchEffort::Quick`].

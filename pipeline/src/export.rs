@@ -524,7 +524,14 @@ mod tests {
         ] {
             assert_eq!(by(f), ["workload", "archive_sha256"], "{f}");
         }
-        for f in ["ledger", "schedules", "bounds", "search_trace", "pareto"] {
+        for f in [
+            "ledger",
+            "schedules",
+            "bounds",
+            "search_trace",
+            "pareto",
+            "blob_bounds",
+        ] {
             assert_eq!(by(f), ["workload"], "{f}");
         }
         assert!(by("blobs").is_empty());

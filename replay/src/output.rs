@@ -4,7 +4,9 @@
 
 use crate::error::ReplayError;
 use crate::input::{INPUT_FRAMES, ReplayInput};
-use crate::schemas::{BOUNDS, JOINT_SCHEDULES, PARETO, SCHEDULES, SEARCH_TRACE, file_of};
+use crate::schemas::{
+    BLOB_BOUNDS, BOUNDS, JOINT_SCHEDULES, PARETO, SCHEDULES, SEARCH_TRACE, file_of,
+};
 use crate::{ReplayReport, RunTimings, SelectedSchedule};
 use frames::FrameMeta;
 use model::WorkloadId;
@@ -251,6 +253,44 @@ pub fn write_outputs(
     frames::write_declared(&p, &mut df, &PARETO, &meta(PARETO.name, report))?;
     written.push(p);
 
+    // blob_bounds.parquet.
+    let (mut w, mut dg, mut gib, mut us, mut pb, mut lp, mut fi, mut bc) = (
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+        vec![],
+    );
+    for wr in &report.workloads {
+        for r in &wr.blob_bounds {
+            w.push(wr.workload.as_str());
+            dg.push(r.digest.as_str());
+            gib.push(r.gib);
+            us.push(r.users);
+            pb.push(r.per_blob_bound_h);
+            lp.push(r.lp_open_h);
+            fi.push(r.fifo_h);
+            bc.push(r.best_cache_h);
+        }
+    }
+    let mut df = df!(
+        "workload" => w,
+        "digest" => dg,
+        "gib" => gib,
+        "users" => us,
+        "per_blob_bound_h" => pb,
+        "lp_open_h" => lp,
+        "fifo_h" => fi,
+        "best_cache_h" => bc,
+    )
+    .map_err(polars_err(BLOB_BOUNDS.name))?;
+    let p = dir.file(&file_of(&BLOB_BOUNDS));
+    frames::write_declared(&p, &mut df, &BLOB_BOUNDS, &meta(BLOB_BOUNDS.name, report))?;
+    written.push(p);
+
     // replay.json.
     let mut inputs = Vec::new();
     for spec in INPUT_FRAMES {
@@ -470,6 +510,16 @@ pub fn read_replay_json(path: &std::path::Path) -> Result<ReplayDocument, Replay
 
 /// The replay's summary document below the run directory.
 pub const REPLAY_JSON_FILE: &str = "replay.json";
+
+/// The stage's outputs below the run directory, every one deterministic: the frames of
+/// [`crate::schemas::FRAMES`], then `replay.json` (the RNG record and the family seeds).
+pub fn output_files() -> Vec<String> {
+    crate::schemas::FRAMES
+        .iter()
+        .map(file_of)
+        .chain(std::iter::once(REPLAY_JSON_FILE.to_string()))
+        .collect()
+}
 /// The replay's wall-clock facts below the run directory.
 pub const RUN_JSON_FILE: &str = "replay.run.json";
 

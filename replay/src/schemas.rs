@@ -208,8 +208,51 @@ pub const JOINT_SCHEDULES: FrameSpec = FrameSpec {
     ],
 };
 
+/// `blob_bounds.parquet`.
+pub const BLOB_BOUNDS: FrameSpec = FrameSpec {
+    name: "blob_bounds",
+    doc: "One row per (workload, image layer some included attempt uses): where the cache objective sits blob by blob. best_cache_h over a workload's rows sums to its best found cache value, fifo_h to its FIFO ideal value, per_blob_bound_h to a valid lower bound (each blob relaxed on its own). Rows by workload (search.order), then blob in the order the replay first met it.",
+    columns: &[
+        col_in("workload", WORKLOADS, "Workload."),
+        col("digest", Str, false, "sha256:<hex> of the layer."),
+        col("gib", F64, false, "Compressed size, GiB (2^30 bytes)."),
+        col("users", U32, false, "Included attempts that use it."),
+        col(
+            "per_blob_bound_h",
+            F64,
+            false,
+            "GiB x the blob's own lower bound on the union of its users' lifetimes (the largest of its machine bound with K'_b, CPU and RAM energy bounds and compulsory parts; docs/BOUNDS.md), hours.",
+        ),
+        col(
+            "lp_open_h",
+            F64,
+            true,
+            "GiB x the time the blob is open in the cache fluid LP's last restricted master solution, hours: the LP's share of the blob (with the other blobs' per_blob_bound_h these sum to the LP's master value, not its certified bound). Null when the blob is not among the LP's blobs or the LP was skipped.",
+        ),
+        col(
+            "fifo_h",
+            F64,
+            false,
+            "GiB x the union of its users' lifetimes in the FIFO schedule, hours.",
+        ),
+        col(
+            "best_cache_h",
+            F64,
+            false,
+            "GiB x the union of its users' lifetimes in the best_cache schedule, hours.",
+        ),
+    ],
+};
+
 /// Every frame (and CSV table) the replay writes.
-pub const FRAMES: [FrameSpec; 5] = [SCHEDULES, JOINT_SCHEDULES, BOUNDS, SEARCH_TRACE, PARETO];
+pub const FRAMES: [FrameSpec; 6] = [
+    SCHEDULES,
+    JOINT_SCHEDULES,
+    BOUNDS,
+    SEARCH_TRACE,
+    PARETO,
+    BLOB_BOUNDS,
+];
 
 /// The file a frame is written to below the run directory.
 pub fn file_of(spec: &FrameSpec) -> String {

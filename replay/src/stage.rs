@@ -75,6 +75,25 @@ pub struct ParetoPoint {
     pub validated: bool,
 }
 
+/// One blob's row of `blob_bounds.parquet` (hours are GiB-hours).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BlobBoundRow {
+    /// `sha256:<hex>`.
+    pub digest: String,
+    /// Compressed size, GiB.
+    pub gib: f64,
+    /// Included attempts that use it.
+    pub users: u32,
+    /// GiB x its own bound on its users' union.
+    pub per_blob_bound_h: f64,
+    /// GiB x its open time in the cache LP's last master, when it is one of the LP's blobs.
+    pub lp_open_h: Option<f64>,
+    /// GiB x its users' union in the FIFO schedule.
+    pub fifo_h: f64,
+    /// GiB x its users' union in the best_cache schedule.
+    pub best_cache_h: f64,
+}
+
 /// Everything the stage computed for one workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct WorkloadReport {
@@ -116,6 +135,9 @@ pub struct WorkloadReport {
     pub adaptive: AdaptiveRecord,
     /// The Pareto front of GPU vs cache over the feasible candidates, by GPU ascending.
     pub pareto: Vec<ParetoPoint>,
+    /// Per used blob, where the cache objective sits (`blob_bounds.parquet`).
+    #[serde(skip)]
+    pub blob_bounds: Vec<BlobBoundRow>,
     /// Best so far per objective after each batch.
     pub trace: Vec<TraceRow>,
     /// How this workload consumed the shared RNG stream.
@@ -397,6 +419,7 @@ fn replay_workload(
             validated,
         });
     }
+    let blob_bounds = blob_bound_rows(p, &lp_bounds.cache, &outcome);
     let best_found = ResourceHours {
         cpu: fifo_ideal.cpu,
         ram: fifo_ideal.ram,
@@ -423,11 +446,45 @@ fn replay_workload(
             seed_profile_best: outcome.seed_best,
             adaptive: outcome.adaptive,
             pareto,
+            blob_bounds,
             trace: outcome.trace,
             rng: outcome.rng,
         },
         failures,
     ))
+}
+
+/// The rows of `blob_bounds.parquet` for one workload: every blob some attempt uses, in
+/// blob index order.
+fn blob_bound_rows(
+    p: &PreparedWorkload<'_>,
+    lp: &bounds::LpBound,
+    outcome: &search::SearchOutcome,
+) -> Vec<BlobBoundRow> {
+    let g = &p.g;
+    let users = bounds::strong::blob_users(g);
+    let fifo = evaluate::blob_unions_ns(g, &outcome.fifo.eval.starts);
+    let best = evaluate::blob_unions_ns(g, &outcome.best_cache.eval.starts);
+    let lp_open: std::collections::HashMap<u32, f64> = lp.blob_open_s.iter().copied().collect();
+    let ns_h = |ns: f64| ns / 3.6e12;
+    p.inst
+        .blobs
+        .iter()
+        .enumerate()
+        .filter(|(b, _)| !users[*b].is_empty())
+        .map(|(b, blob)| {
+            let gib = blob.gib();
+            BlobBoundRow {
+                digest: blob.digest.clone(),
+                gib,
+                users: users[b].len() as u32,
+                per_blob_bound_h: gib * ns_h(p.per_blob[b].best()),
+                lp_open_h: lp_open.get(&(b as u32)).map(|s| gib * s / 3600.0),
+                fifo_h: gib * ns_h(fifo[b] as f64),
+                best_cache_h: gib * ns_h(best[b] as f64),
+            }
+        })
+        .collect()
 }
 
 /// The selected schedules of a search outcome, named and ordered by [`Selected::ALL`] (the
@@ -496,11 +553,7 @@ impl model::Stage for ReplayStage {
     /// The frames of [`crate::schemas::FRAMES`], then `replay.json` (the RNG record and the
     /// family seeds: deterministic, so hashed and re-derived like the frames).
     fn outputs(&self, _cfg: &model::LoadedConfig) -> Vec<String> {
-        crate::schemas::FRAMES
-            .iter()
-            .map(crate::schemas::file_of)
-            .chain(std::iter::once(output::REPLAY_JSON_FILE.to_string()))
-            .collect()
+        output::output_files()
     }
     fn run_facts(&self) -> Vec<&'static str> {
         vec![output::RUN_JSON_FILE]

@@ -12,14 +12,6 @@ use schedule::WorkloadInstance;
 use schedule::synthetic::{SyntheticShape, synthetic_instance};
 use std::path::{Path, PathBuf};
 
-const DETERMINISTIC_OUTPUTS: [&str; 6] = [
-    "schedules.parquet",
-    "joint_schedules.csv",
-    "bounds.parquet",
-    "search_trace.parquet",
-    "pareto.parquet",
-    "replay.json",
-];
 const BUDGET: &str = "{ perturbations: 8, perturbation_spread: 0.3, local_moves: 64, group_starts: 6, duty_orders: 8, blob_group_orders: 16, lns_rounds: 2, lns_chains: 2, lns_moves: 60, adaptive_batches: 10 }";
 
 fn instances() -> Vec<WorkloadInstance> {
@@ -43,13 +35,11 @@ fn setup(dir: &Path, order: &[WorkloadId]) -> PathBuf {
 }
 
 fn outputs(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    DETERMINISTIC_OUTPUTS
-        .iter()
+    replay::output::output_files()
+        .into_iter()
         .map(|f| {
-            (
-                f.to_string(),
-                std::fs::read(dir.join("run").join(f)).unwrap(),
-            )
+            let bytes = std::fs::read(dir.join("run").join(&f)).unwrap();
+            (f, bytes)
         })
         .collect()
 }
@@ -67,6 +57,40 @@ fn run(config: &Path, threads: usize) -> replay::ReplayReport {
 
 fn json(dir: &Path) -> replay::output::ReplayDocument {
     replay::output::read_replay_json(&dir.join("run/replay.json")).unwrap()
+}
+
+#[test]
+fn kicks_and_stall_transfers_give_the_same_outputs_with_any_thread_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let inst = instances();
+    write_audit_frames(&dir.path().join("run"), &inst);
+    let budget = BUDGET.replace(
+        "lns_rounds: 2,",
+        "lns_rounds: 4, lns_kick_after: 8, lns_kick_removed: 5, lns_stall_rounds: 1,",
+    );
+    let config = write_config(dir.path(), &inst, &WorkloadId::ALL, 20261129, &budget);
+    let report = run(&config, 1);
+    assert_eq!(report.budget.lns_kick_after, 8, "the budget sets it");
+    let first = outputs(dir.path());
+    run(&config, 4);
+    for ((name, a), (_, b)) in first.iter().zip(outputs(dir.path())) {
+        assert!(*a == b, "{name} differs between 1 and 4 threads");
+    }
+    // The tiny instances stall, and the record says when.
+    let stalls: Vec<_> = report
+        .workloads
+        .iter()
+        .flat_map(|w| &w.adaptive.stalls)
+        .collect();
+    assert!(!stalls.is_empty(), "no stall recorded");
+    for w in &report.workloads {
+        for s in &w.adaptive.stalls {
+            assert!(s.rounds >= 1 && s.rounds <= 4, "{s:?}");
+        }
+        for s in &w.selected {
+            assert!(s.validated, "{} {}", w.workload, s.schedule);
+        }
+    }
 }
 
 #[test]

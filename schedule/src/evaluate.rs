@@ -727,6 +727,29 @@ pub fn cache_byte_ns(
     start_order: &[u32],
     scratch: &mut Scratch,
 ) -> u128 {
+    blob_union_lengths(g, starts, start_order, scratch);
+    g.blob_bytes
+        .iter()
+        .zip(&scratch.blob_total)
+        .map(|(&bytes, &len)| u128::from(bytes) * len as u128)
+        .sum()
+}
+
+/// Per blob, the union of its users' lifetimes, ns (by blob index; 0 for an unused blob).
+pub fn blob_unions_ns(g: &GridInstance, starts: &[i64]) -> Vec<i64> {
+    let mut scratch = Scratch::new();
+    blob_union_lengths(g, starts, &start_order_of(starts), &mut scratch);
+    scratch.blob_total
+}
+
+/// Per blob, the union of its users' lifetimes into `scratch.blob_total`, sweeping attempts
+/// in the order they started (`start_order` must be nondecreasing in start).
+fn blob_union_lengths(
+    g: &GridInstance,
+    starts: &[i64],
+    start_order: &[u32],
+    scratch: &mut Scratch,
+) {
     let open = &mut scratch.blob_open;
     open.clear();
     open.resize(g.blob_bytes.len(), (i64::MIN, i64::MIN));
@@ -748,13 +771,11 @@ pub fn cache_byte_ns(
             }
         }
     }
-    let mut sum = 0u128;
-    for (b, &bytes) in g.blob_bytes.iter().enumerate() {
-        let (s, e) = open[b];
-        let len = total[b] + if s == i64::MIN { 0 } else { e - s };
-        sum += u128::from(bytes) * len as u128;
+    for (len, &(s, e)) in total.iter_mut().zip(open.iter()) {
+        if s != i64::MIN {
+            *len += e - s;
+        }
     }
-    sum
 }
 
 /// The exact evaluation of arbitrary starts (not necessarily a list schedule): makespan,

@@ -154,6 +154,8 @@ fn main() {
             max_removed: 3,
             late_acceptance: 64,
             window_every: 0,
+            kick_after: 0,
+            kick_removed: 0,
         };
         // The chain's state build alone (a chain of no moves), and the chain itself, each
         // timed over ten runs of identical work (the CPU clock of a thread ticks in

@@ -45,6 +45,8 @@ fn main() {
         max_removed: 3,
         late_acceptance: 64,
         window_every: 0,
+        kick_after: 0,
+        kick_removed: 0,
     };
     for _ in 0..env_or("REPS", 3u32) {
         let mut rng =

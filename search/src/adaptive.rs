@@ -109,7 +109,32 @@ pub struct AdaptiveRecord {
     /// The operator chosen for each batch, in order.
     #[serde(deserialize_with = "operators_named")]
     pub choices: Vec<&'static str>,
+    /// Each time an objective's neighbourhood search stalled and its rounds left moved to
+    /// the other objective, in order.
+    #[serde(default)]
+    pub stalls: Vec<StallRecord>,
 }
+
+/// An objective's neighbourhood search declared stalled: `lns_stall_rounds` rounds in a
+/// row each improved its best by less than one part in [`STALL_GAIN_PARTS`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StallRecord {
+    /// The objective that stalled (`gpu` or `cache`).
+    #[serde(deserialize_with = "objective_named")]
+    pub objective: crate::names::StaticName,
+    /// The adaptive batch (0-based) of its last round.
+    pub batch: u64,
+    /// Its rounds run by then.
+    pub rounds: u64,
+    /// The rounds it had left (at least 1), given to the other objective (0 when that one
+    /// had stalled too).
+    pub rounds_moved: u64,
+}
+
+/// A neighbourhood-search round that improves its objective's best by less than one part
+/// in this many counts as stalled.
+pub(crate) const STALL_GAIN_PARTS: u128 = 10_000;
 
 /// The objective names of [`OperatorStats::objective`].
 const OBJECTIVE_NAMES: [&str; 2] = ["gpu", "cache"];
@@ -147,6 +172,12 @@ struct Progress {
     duty_done: bool,
     group_starts: u64,
     lns_rounds: [u64; 2],
+    /// Rounds received from the other objective when it stalled.
+    lns_rounds_gained: [u64; 2],
+    /// Stalled rounds in a row.
+    lns_stalled: [u32; 2],
+    /// Whether the objective's neighbourhood search stalled (it runs no more rounds).
+    lns_retired: [bool; 2],
     order_moves: [u64; 2],
     blob: BlobGroupSearch,
 }
@@ -159,15 +190,81 @@ fn slot(objective: Objective) -> usize {
 }
 
 impl Progress {
+    /// Nothing run yet.
+    fn new(blob: BlobGroupSearch) -> Self {
+        Progress {
+            first_fit_done: false,
+            duty_done: false,
+            group_starts: 0,
+            lns_rounds: [0, 0],
+            lns_rounds_gained: [0, 0],
+            lns_stalled: [0, 0],
+            lns_retired: [false, false],
+            order_moves: [0, 0],
+            blob,
+        }
+    }
+
     fn available(&self, op: Operator, budget: &ReplayBudget) -> bool {
         match op {
             Operator::FirstFitOrder => !self.first_fit_done,
             Operator::DutyOrder => !self.duty_done && budget.duty_orders > 0,
             Operator::OrderMove(..) => true,
-            Operator::Lns(o) => self.lns_rounds[slot(o)] < u64::from(budget.lns_rounds),
+            Operator::Lns(o) => !self.lns_retired[slot(o)] && self.lns_rounds_left(o, budget) > 0,
             Operator::GroupStart(_) => self.group_starts < u64::from(budget.group_starts),
             Operator::BlobGroup => self.blob.left(budget) > 0,
         }
+    }
+
+    /// Rounds the objective's neighbourhood search may still run.
+    fn lns_rounds_left(&self, o: Objective, budget: &ReplayBudget) -> u64 {
+        let s = slot(o);
+        (u64::from(budget.lns_rounds) + self.lns_rounds_gained[s])
+            .saturating_sub(self.lns_rounds[s])
+    }
+
+    /// Count a finished round of `o` that took its best from `before` to `after` (exact
+    /// values); on the `lns_stall_rounds`-th stalled round in a row, retire it and give its
+    /// rounds left to the other objective.
+    fn lns_round_done(
+        &mut self,
+        o: Objective,
+        before: Option<u128>,
+        after: Option<u128>,
+        batch: u64,
+        budget: &ReplayBudget,
+    ) -> Option<StallRecord> {
+        let s = slot(o);
+        let stalled = match (before, after) {
+            (Some(b), Some(a)) => b.saturating_sub(a) * STALL_GAIN_PARTS < b,
+            _ => false,
+        };
+        self.lns_stalled[s] = if stalled { self.lns_stalled[s] + 1 } else { 0 };
+        if budget.lns_stall_rounds == 0 || self.lns_stalled[s] < budget.lns_stall_rounds {
+            return None;
+        }
+        let left = self.lns_rounds_left(o, budget);
+        if left == 0 {
+            return None;
+        }
+        self.lns_retired[s] = true;
+        let other = 1 - s;
+        let rounds_moved = if self.lns_retired[other] { 0 } else { left };
+        self.lns_rounds_gained[other] += rounds_moved;
+        Some(StallRecord {
+            objective: OBJECTIVE_NAMES[s],
+            batch,
+            rounds: self.lns_rounds[s],
+            rounds_moved,
+        })
+    }
+}
+
+/// An objective's exact value of a schedule.
+fn exact_value(f: &crate::state::Found, o: Objective) -> u128 {
+    match o {
+        Objective::Gpu => f.eval.gpu_union.max(0) as u128,
+        Objective::Cache => f.eval.cache_byte_ns,
     }
 }
 
@@ -202,19 +299,13 @@ pub(super) fn run(
     pool: &rayon::ThreadPool,
 ) -> AdaptiveRecord {
     let ctx = LnsContext::new(g, state.deadline);
-    let mut progress = Progress {
-        first_fit_done: false,
-        duty_done: false,
-        group_starts: 0,
-        lns_rounds: [0, 0],
-        order_moves: [0, 0],
-        blob: BlobGroupSearch::new(seeds.of(Family::BlobGroupOrder)),
-    };
+    let mut progress = Progress::new(BlobGroupSearch::new(seeds.of(Family::BlobGroupOrder)));
     let lists: [&[Operator]; 2] = [&GPU_OPERATORS, &CACHE_OPERATORS];
     let mut tries: [Vec<u64>; 2] = [vec![0; GPU_OPERATORS.len()], vec![0; CACHE_OPERATORS.len()]];
     let mut wins = tries.clone();
     let first_candidate = state.evaluated;
     let mut choices = Vec::new();
+    let mut stalls = Vec::new();
     for b in 0..u64::from(budget.adaptive_batches) {
         let objective = if b % 2 == 0 {
             Objective::Gpu
@@ -231,6 +322,7 @@ pub(super) fn run(
             continue;
         };
         let before = state.best(objective).map(|f| f.candidate);
+        let value_before = state.best(objective).map(|f| exact_value(f, objective));
         apply(
             ops[k],
             state,
@@ -245,6 +337,10 @@ pub(super) fn run(
         tries[s][k] += 1;
         if state.best(objective).map(|f| f.candidate) != before {
             wins[s][k] += 1;
+        }
+        if let Operator::Lns(o) = ops[k] {
+            let value_after = state.best(o).map(|f| exact_value(f, o));
+            stalls.extend(progress.lns_round_done(o, value_before, value_after, b, budget));
         }
         choices.push(ops[k].name());
     }
@@ -264,6 +360,7 @@ pub(super) fn run(
         candidates: state.evaluated - first_candidate,
         operators,
         choices,
+        stalls,
     }
 }
 
@@ -409,6 +506,8 @@ fn lns_round(
             Objective::Gpu => budget.lns_window_every_gpu,
             Objective::Cache => budget.lns_window_every_cache,
         },
+        kick_after: budget.lns_kick_after,
+        kick_removed: budget.lns_kick_removed,
     };
     let Some(base) = state.best(objective).map(|b| b.eval.starts.clone()) else {
         return;
@@ -457,4 +556,86 @@ fn lns_round(
         state.consider(family, None, eval, candidate, label);
     }
     state.record_trace(family);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use model::config::{SearchBudget, SearchEffort, SearchProfile};
+
+    fn budget(lns_rounds: u32, lns_stall_rounds: u32) -> ReplayBudget {
+        ReplayBudget {
+            profile: SearchProfile::Extended,
+            effort: SearchEffort::Default,
+            counts: SearchBudget {
+                lns_rounds,
+                lns_stall_rounds,
+                ..SearchBudget::default()
+            },
+        }
+    }
+
+    fn progress() -> Progress {
+        Progress::new(BlobGroupSearch::new([0; 32]))
+    }
+
+    /// Run one round of `o` in `p` that takes the best from `before` to `after`.
+    fn round(
+        p: &mut Progress,
+        b: &ReplayBudget,
+        o: Objective,
+        before: u128,
+        after: u128,
+        batch: u64,
+    ) -> Option<StallRecord> {
+        p.lns_rounds[slot(o)] += 1;
+        p.lns_round_done(o, Some(before), Some(after), batch, b)
+    }
+
+    #[test]
+    fn a_stalled_objective_hands_its_rounds_left_to_the_other() {
+        let b = budget(6, 2);
+        let mut p = progress();
+        let lns = |o| Operator::Lns(o);
+        // A gain of one part in 10,000 is not a stall; less is.
+        assert_eq!(round(&mut p, &b, Objective::Cache, 10_000, 9_999, 1), None);
+        assert_eq!(p.lns_stalled[1], 0);
+        assert_eq!(round(&mut p, &b, Objective::Cache, 10_000, 10_000, 3), None);
+        assert_eq!(p.lns_stalled[1], 1);
+        // A gaining round resets the count.
+        assert_eq!(round(&mut p, &b, Objective::Cache, 10_000, 5_000, 5), None);
+        assert_eq!(round(&mut p, &b, Objective::Cache, 5_000, 5_000, 7), None);
+        let stall = round(&mut p, &b, Objective::Cache, 5_000, 5_000, 9).unwrap();
+        assert_eq!(
+            stall,
+            StallRecord {
+                objective: "cache",
+                batch: 9,
+                rounds: 5,
+                rounds_moved: 1,
+            }
+        );
+        assert!(!p.available(lns(Objective::Cache), &b));
+        assert_eq!(p.lns_rounds_left(Objective::Gpu, &b), 7);
+        // The GPU's own stall after that moves nothing back.
+        assert_eq!(round(&mut p, &b, Objective::Gpu, 100, 99, 10), None);
+        assert_eq!(round(&mut p, &b, Objective::Gpu, 99, 99, 12), None);
+        let stall = round(&mut p, &b, Objective::Gpu, 99, 99, 14).unwrap();
+        assert_eq!(
+            (stall.objective, stall.rounds, stall.rounds_moved),
+            ("gpu", 3, 0)
+        );
+        assert!(!p.available(lns(Objective::Gpu), &b));
+    }
+
+    #[test]
+    fn without_a_stall_count_every_round_stays_with_its_objective() {
+        let b = budget(3, 0);
+        let mut p = progress();
+        for k in 0..3 {
+            assert_eq!(round(&mut p, &b, Objective::Gpu, 100, 100, k), None);
+        }
+        assert!(!p.available(Operator::Lns(Objective::Gpu), &b));
+        assert_eq!(p.lns_rounds_left(Objective::Cache, &b), 3);
+    }
 }

@@ -44,7 +44,7 @@ pub mod profile;
 pub mod seeded;
 
 pub use crate::seeded::{TIE_RELATIVE, beats};
-pub use adaptive::{AdaptiveRecord, OperatorStats};
+pub use adaptive::{AdaptiveRecord, OperatorStats, StallRecord};
 pub use families::{Family, FamilyStats, PRIORITY_ORDERS, ReplayBudget};
 pub use state::{Found, TraceRow};
 

@@ -44,6 +44,8 @@ fn chains(mut shape: SyntheticShape) -> String {
             max_removed: 3,
             late_acceptance: 16,
             window_every: 0,
+            kick_after: 0,
+            kick_removed: 0,
         };
         let mut rng =
             <rand_chacha::ChaCha8Rng as rand_chacha::rand_core::SeedableRng>::seed_from_u64(5);

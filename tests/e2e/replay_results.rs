@@ -10,16 +10,6 @@ use sha2::Digest as _;
 use std::fmt::Write as _;
 use std::path::Path;
 
-/// The replay's deterministic outputs below the run directory.
-const OUTPUTS: [&str; 6] = [
-    "schedules.parquet",
-    "joint_schedules.csv",
-    "bounds.parquet",
-    "search_trace.parquet",
-    "pareto.parquet",
-    "replay.json",
-];
-
 fn sha256(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
 }
@@ -55,11 +45,102 @@ fn small_demo_replay_figures() {
 }
 
 #[test]
+fn small_demo_blob_bounds_add_up_to_the_workloads_cache_figures() {
+    use polars::prelude::*;
+    let run = small_demo_run().join("run");
+    let read = |f: &str| {
+        ParquetReader::new(std::fs::File::open(run.join(f)).unwrap())
+            .finish()
+            .unwrap()
+    };
+    let (blobs, bounds) = (read("blob_bounds.parquet"), read("bounds.parquet"));
+    let strs = |df: &DataFrame, c: &str| -> Vec<String> {
+        let s = df.column(c).unwrap().str().unwrap();
+        (0..s.len())
+            .map(|i| s.get(i).unwrap().to_string())
+            .collect()
+    };
+    let f64s = |df: &DataFrame, c: &str| -> Vec<Option<f64>> {
+        let s = df.column(c).unwrap().f64().unwrap();
+        (0..s.len()).map(|i| s.get(i)).collect()
+    };
+    let doc: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run.join("replay.json")).unwrap()).unwrap();
+    let close = |a: f64, b: f64, what: &str| {
+        assert!(
+            (a - b).abs() <= 1e-9 * b.abs().max(1.0),
+            "{what}: {a} vs {b}"
+        );
+    };
+    let (bw, br) = (strs(&bounds, "workload"), strs(&bounds, "resource"));
+    let cache_figure = |w: &str, c: &str| {
+        let i = (0..bw.len())
+            .find(|&i| bw[i] == w && br[i] == "cache")
+            .unwrap();
+        f64s(&bounds, c)[i].unwrap()
+    };
+    let workload = strs(&blobs, "workload");
+    let columns = ["best_cache_h", "fifo_h", "per_blob_bound_h", "lp_open_h"];
+    for w in ["tmax", "deepswe"] {
+        let rows: Vec<usize> = (0..workload.len()).filter(|&i| workload[i] == w).collect();
+        assert!(!rows.is_empty(), "{w}: no blob rows");
+        let [best, fifo, own, lp] = columns.map(|c| {
+            let v = f64s(&blobs, c);
+            rows.iter().map(|&i| v[i]).collect::<Vec<_>>()
+        });
+        let sum = |v: &[Option<f64>]| v.iter().map(|x| x.unwrap_or(0.0)).sum::<f64>();
+        close(
+            sum(&best),
+            cache_figure(w, "best_found_h"),
+            &format!("{w} best_cache_h"),
+        );
+        close(
+            sum(&fifo),
+            cache_figure(w, "fifo_ideal_h"),
+            &format!("{w} fifo_h"),
+        );
+        // Each blob relaxed on its own is a valid bound: never above the best bound, and per
+        // blob never above what a schedule holds.
+        assert!(
+            sum(&own) <= cache_figure(w, "best_bound_h") * (1.0 + 1e-9),
+            "{w}"
+        );
+        for i in 0..rows.len() {
+            let (b, f, p) = (best[i].unwrap(), fifo[i].unwrap(), own[i].unwrap());
+            assert!(
+                p <= b * (1.0 + 1e-9) && p <= f * (1.0 + 1e-9),
+                "{w}: {p} > {b} or {f}"
+            );
+        }
+        // The LP's blobs and the others' per-blob bounds add up to the LP's master value.
+        let wr = doc["workloads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["workload"] == w)
+            .unwrap();
+        let master = wr["lp_bounds_h"]["cache"]["master_h"].as_f64().unwrap();
+        let shares: f64 = lp
+            .iter()
+            .zip(&own)
+            .map(|(l, p)| l.unwrap_or(p.unwrap()))
+            .sum();
+        close(shares, master, &format!("{w} LP shares"));
+        assert!(lp.iter().any(Option::is_some), "{w}: no blob in the LP");
+    }
+}
+
+#[test]
 fn small_demo_replay_digests() {
     let run = small_demo_run().join("run");
     let mut out = String::new();
-    for f in OUTPUTS {
-        writeln!(out, "{f}: {}", sha256(&std::fs::read(run.join(f)).unwrap())).unwrap();
+    for f in replay::output::output_files() {
+        writeln!(
+            out,
+            "{f}: {}",
+            sha256(&std::fs::read(run.join(&f)).unwrap())
+        )
+        .unwrap();
     }
     // Each selected schedule: its rows (attempt, start, end) in file order, digested.
     let rows = replay::validate::read_schedules_file(&run.join("schedules.parquet")).unwrap();

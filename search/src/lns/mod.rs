@@ -17,7 +17,7 @@ mod window;
 pub use context::LnsContext;
 
 use crate::seeded::{beats_exact, below};
-use moves::{cost, reinsert, removal_set};
+use moves::{Removal, cost, reinsert, removal_set};
 use rand_chacha::ChaCha8Rng;
 use schedule::Objective;
 use schedule::evaluate::GridInstance;
@@ -39,6 +39,12 @@ pub struct ChainParams {
     /// Every this many moves (0: never), the move's reinsertions also score every start of
     /// a window around the old start (the whole-window reinsertion, [`window`]).
     pub window_every: u32,
+    /// After this many moves without a new best of the chain (0: never), the next move is a
+    /// kick: it removes `kick_removed` attempts, reinserts them as any move does, and is
+    /// accepted whatever its cost (the late-acceptance history restarts from it).
+    pub kick_after: u32,
+    /// Attempts a kick removes.
+    pub kick_removed: u32,
 }
 
 /// A schedule the chain visited that no other visited schedule dominated (GPU, cache).
@@ -77,6 +83,10 @@ pub struct ChainOutcome {
     /// Reinsertions decided by the other objective (several candidate starts tied on the
     /// chain's own).
     pub tie_breaks: u64,
+    /// Kicks made (moves accepted whatever their cost after the chain stalled).
+    pub kicks: u64,
+    /// Kicks after which the chain found a new best before its next kick.
+    pub kick_wins: u64,
 }
 
 /// Whether `b` makes `a` redundant, both as (GPU, cache, makespan): at least as good on
@@ -175,6 +185,8 @@ pub fn run_chain(
         accepted: 0,
         moved: 0,
         tie_breaks: 0,
+        kicks: 0,
+        kick_wins: 0,
     };
     archive_add(&mut out.archive, &st, 0, &mut []);
     if g.is_empty() {
@@ -190,11 +202,21 @@ pub fn run_chain(
     // Reused by every move.
     let (mut set, mut pool, mut olds, mut order, mut placed) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Moves since the chain's best last changed, and whether the last kick has paid off.
+    let (mut since_best, mut kick_open) = (0u64, false);
     for m in 0..u64::from(params.moves) {
         out.moves += 1;
         let before = cost(&st, objective);
         let wide = params.window_every > 0 && m % u64::from(params.window_every) == 0;
-        removal_set(g, ctx, &st, params.max_removed, rng, &mut set, &mut pool);
+        let kick = params.kick_after > 0 && since_best >= u64::from(params.kick_after);
+        let removal = if kick {
+            since_best = 0;
+            Removal::Exactly(params.kick_removed)
+        } else {
+            since_best += 1;
+            Removal::AtMost(params.max_removed)
+        };
+        removal_set(g, ctx, &st, removal, rng, &mut set, &mut pool);
         olds.clear();
         olds.extend(set.iter().map(|&j| st.starts[j as usize]));
         for &j in &set {
@@ -222,9 +244,14 @@ pub fn run_chain(
         }
         let after = cost(&st, objective);
         let slot = (m as usize) % late;
-        let accept = ok && (after <= before || after <= history[slot]);
+        let accept = ok && (kick || after <= before || after <= history[slot]);
         if accept {
             out.accepted += 1;
+            if kick {
+                out.kicks += 1;
+                kick_open = true;
+                history.fill(after);
+            }
             if set
                 .iter()
                 .zip(&olds)
@@ -246,6 +273,11 @@ pub fn run_chain(
             if beats_exact(c, mk, best_cost, best_mk) {
                 best = Kept::of(&st, &out.archive, m + 1);
                 (best_cost, best_mk) = (c, mk);
+                since_best = 0;
+                if kick_open {
+                    out.kick_wins += 1;
+                    kick_open = false;
+                }
             }
         } else {
             if !ok {
@@ -872,7 +904,15 @@ mod tests {
                 let mut scratch = moves::MoveScratch::default();
                 let (mut set, mut pool) = (Vec::new(), Vec::new());
                 for _ in 0..150 {
-                    removal_set(&g, &ctx, &st, 3, &mut rng, &mut set, &mut pool);
+                    removal_set(
+                        &g,
+                        &ctx,
+                        &st,
+                        Removal::AtMost(3),
+                        &mut rng,
+                        &mut set,
+                        &mut pool,
+                    );
                     let olds: Vec<i64> = set.iter().map(|&j| st.starts[j as usize]).collect();
                     for &j in &set {
                         st.remove(&g, j);
@@ -1012,9 +1052,9 @@ mod tests {
         let st = StartState::new(&g, &ctx, &fifo.starts);
         assert_eq!(st.gpu_union, fifo.gpu_union);
         assert_eq!(st.cache_byte_ns, fifo.cache_byte_ns);
-        for (objective, window_every) in [Objective::Gpu, Objective::Cache]
+        for (objective, window_every, kick_after) in [Objective::Gpu, Objective::Cache]
             .into_iter()
-            .flat_map(|o| [(o, 0), (o, 3)])
+            .flat_map(|o| [(o, 0, 0), (o, 3, 0), (o, 0, 20)])
         {
             let mut rng = ChaCha8Rng::seed_from_u64(5);
             let params = ChainParams {
@@ -1022,10 +1062,18 @@ mod tests {
                 max_removed: 3,
                 late_acceptance: 16,
                 window_every,
+                kick_after,
+                kick_removed: 8,
             };
             let out = run_chain(&g, &ctx, &fifo.starts, objective, params, &mut rng);
             assert_eq!(out.moves, 300);
             assert!(out.accepted > 0);
+            assert_eq!(
+                out.kicks > 0,
+                kick_after > 0,
+                "{objective:?}: {} kicks",
+                out.kicks
+            );
             let best = out
                 .archive
                 .iter()

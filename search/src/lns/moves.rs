@@ -303,23 +303,38 @@ pub(super) fn cost(st: &StartState, objective: Objective) -> u128 {
     }
 }
 
+/// How many attempts a move removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Removal {
+    /// One to this many, small removals likelier (1 with probability 1/2, 2 with 1/4, ...).
+    AtMost(u32),
+    /// This many (fewer when the instance, or the blob's users or time window the move
+    /// draws from, has fewer attempts).
+    Exactly(u32),
+}
+
 /// Which attempts one move removes, into `set` (`pool` is scratch).
 pub(super) fn removal_set(
     g: &GridInstance,
     ctx: &LnsContext,
     st: &StartState,
-    max_removed: u32,
+    removal: Removal,
     rng: &mut ChaCha8Rng,
     set: &mut Vec<u32>,
     pool: &mut Vec<u32>,
 ) {
     debug_assert!(st.life_current(), "an attempt is out");
     let n = g.len() as u64;
-    // Small removals are likelier: 1 with probability 1/2, 2 with 1/4, ...
-    let mut k = 1usize;
-    while (k as u32) < max_removed.max(1) && below(rng, 2) == 0 {
-        k += 1;
-    }
+    let k = match removal {
+        Removal::AtMost(max_removed) => {
+            let mut k = 1usize;
+            while (k as u32) < max_removed.max(1) && below(rng, 2) == 0 {
+                k += 1;
+            }
+            k
+        }
+        Removal::Exactly(k) => (k.max(1) as usize).min(g.len()),
+    };
     set.clear();
     pool.clear();
     let a = below(rng, n) as u32;
