@@ -20,7 +20,7 @@ pub mod pattern;
 pub mod strong;
 pub mod study;
 
-pub use lp::{LpBound, LpBounds, lp_bounds};
+pub use lp::{LpBounds, lp_bounds, lp_bounds_with_shares};
 pub use pattern::{PatternBound, pattern_bound};
 pub use strong::{StrongBounds, blob_bound_parts, strong_bounds, strong_bounds_from};
 pub use study::lower_bounds;

@@ -52,11 +52,6 @@ pub struct LpBound {
     pub rounds: u32,
     /// Columns in the final restricted master.
     pub columns: usize,
-    /// Cache LP only: per blob of the LP (blob index, ascending), the seconds it is open in
-    /// the last restricted master's solution; with the other blobs' per-blob bounds these
-    /// add up to `master_h`. Written to `blob_bounds.parquet`, not to `replay.json`.
-    #[serde(skip)]
-    pub blob_open_s: Vec<(u32, f64)>,
 }
 
 impl LpBound {
@@ -69,7 +64,6 @@ impl LpBound {
             master_h: None,
             rounds: 0,
             columns: 0,
-            blob_open_s: Vec::new(),
         }
     }
 }
@@ -407,7 +401,6 @@ mod solve {
                 master_h: Some(0.0),
                 rounds: 0,
                 columns: 0,
-                blob_open_s: Vec::new(),
             };
         }
         let mut pb = ColProblem::default();
@@ -485,7 +478,6 @@ mod solve {
             master_h: master.map(h),
             rounds,
             columns,
-            blob_open_s: Vec::new(),
         }
     }
 
@@ -503,13 +495,16 @@ mod solve {
 
     /// The cache fluid LP over the heaviest shared blobs (see docs/BOUNDS.md), plus the
     /// per-blob bounds of every other blob. `fifo_starts` seeds the master with the FIFO
-    /// schedule's segments.
+    /// schedule's segments. Into `blob_open_s`: per LP blob (blob index, ascending), its
+    /// open seconds in the last restricted master's solution (left empty when no master
+    /// was solved).
     pub(super) fn cache_fluid_lp(
         g: &GridInstance,
         deadline: i64,
         per_blob: &[BlobBoundParts],
         fifo_starts: &[i64],
         cfg: &LpBoundsConfig,
+        blob_open_s: &mut Vec<(u32, f64)>,
     ) -> LpBound {
         let users = blob_users(g);
         let gib = |b: usize| g.blob_bytes[b] as f64 / model::GIB;
@@ -544,7 +539,6 @@ mod solve {
                 master_h: Some(h(outside)),
                 rounds: 0,
                 columns: 0,
-                blob_open_s: Vec::new(),
             };
         }
         // Classes.
@@ -754,6 +748,8 @@ mod solve {
             column_blobs.push(priced.blobs.clone());
             model = next;
         }
+        blob_open_s.clear();
+        blob_open_s.extend(shared.iter().zip(&open_s).map(|(&b, &t)| (b as u32, t)));
         let lp_part = best_lb.max(inside_per_blob);
         LpBound {
             status,
@@ -762,11 +758,6 @@ mod solve {
             master_h: master.map(|m| h(outside + m)),
             rounds,
             columns,
-            blob_open_s: shared
-                .iter()
-                .zip(&open_s)
-                .map(|(&b, &t)| (b as u32, t))
-                .collect(),
         }
     }
 
@@ -897,27 +888,42 @@ pub fn lp_bounds(
     fifo_starts: &[i64],
     cfg: &LpBoundsConfig,
 ) -> LpBounds {
+    lp_bounds_with_shares(g, gpus, deadline, per_blob, fifo_starts, cfg).0
+}
+
+/// [`lp_bounds`], and the cache LP's share of each of its blobs: (blob index, seconds the
+/// blob is open in the last restricted master's solution), by blob index; with the other
+/// blobs' per-blob bounds they add up to the cache LP's `master_h` (empty when skipped).
+pub fn lp_bounds_with_shares(
+    g: &GridInstance,
+    gpus: u32,
+    deadline: i64,
+    per_blob: &[BlobBoundParts],
+    fifo_starts: &[i64],
+    cfg: &LpBoundsConfig,
+) -> (LpBounds, Vec<(u32, f64)>) {
+    let mut shares = Vec::new();
     if !cfg.enabled {
         let why = "disabled by search.lp_bounds.enabled";
-        return LpBounds {
+        let bounds = LpBounds {
             gpu: LpBound::skipped(why),
             cache: LpBound::skipped(why),
         };
+        return (bounds, shares);
     }
     #[cfg(feature = "lp")]
-    {
-        LpBounds {
-            gpu: solve::gpu_config_lp(g, gpus, cfg),
-            cache: solve::cache_fluid_lp(g, deadline, per_blob, fifo_starts, cfg),
-        }
-    }
+    let bounds = LpBounds {
+        gpu: solve::gpu_config_lp(g, gpus, cfg),
+        cache: solve::cache_fluid_lp(g, deadline, per_blob, fifo_starts, cfg, &mut shares),
+    };
     #[cfg(not(feature = "lp"))]
-    {
-        let _ = (g, gpus, deadline, per_blob, fifo_starts);
+    let bounds = {
+        let _ = (g, gpus, deadline, per_blob, fifo_starts, &mut shares);
         let why = "built without the `lp` feature (HiGHS)";
         LpBounds {
             gpu: LpBound::skipped(why),
             cache: LpBound::skipped(why),
         }
-    }
+    };
+    (bounds, shares)
 }

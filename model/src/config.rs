@@ -716,6 +716,10 @@ search_budget! {
     /// objective's best by less than one part in 10,000, that objective runs no more rounds
     /// and its rounds left go to the other objective; 0 = never.
     lns_stall_rounds: u32 = 0, kept;
+    /// Most restart rounds per objective: a neighbourhood-search round whose chains start
+    /// from the best schedules of the other families (chain c from the c-th best), chosen
+    /// beside the other operators by its success; 0 = never.
+    lns_restart_rounds: u32 = 0, kept;
 }
 
 /// Factor of [`SearchEffort::Quick`].

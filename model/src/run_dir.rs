@@ -5,16 +5,22 @@ use std::path::{Path, PathBuf};
 /// Version of every Parquet frame's schema, written into its key-value metadata. What
 /// changes it is docs/FRAMES.md's "Format version": any change a reader of the files can
 /// see (columns, types, nulls, value sets, time bases, frames, meaning).
-pub const FRAME_SCHEMA_VERSION: u32 = 1;
+pub const FRAME_SCHEMA_VERSION: u32 = 2;
 /// The fingerprint of the frames' contract at each format version: the SHA256 of
 /// `pipeline::reference::frames_contract()` (every frame's columns, types, nulls, value
 /// sets and time bases). A test fails when the contract's fingerprint is not the one
 /// recorded for [`FRAME_SCHEMA_VERSION`]: a change a reader can see bumps the version and
 /// records the new fingerprint here, the earlier ones kept.
-pub const FRAME_SCHEMA_FINGERPRINTS: &[(u32, &str)] = &[(
-    1,
-    "661738e0d6f1c2b917b32787fd1213f1738645a8585827222b35775810767cec",
-)];
+pub const FRAME_SCHEMA_FINGERPRINTS: &[(u32, &str)] = &[
+    (
+        1,
+        "661738e0d6f1c2b917b32787fd1213f1738645a8585827222b35775810767cec",
+    ),
+    (
+        2,
+        "09fd4d13a644d7a657fb030fa53d846a6ebdce67f19537f983fc31b75a513d46",
+    ),
+];
 /// Version of the JSON documents (`audit.json`, `provenance.json`, `run.json`).
 pub const JSON_FORMAT_VERSION: u32 = 1;
 

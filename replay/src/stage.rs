@@ -259,7 +259,7 @@ fn replay_with_pool(
 }
 
 /// Where a workload's LP bounds job sends its result.
-type LpResult = std::sync::mpsc::Receiver<bounds::LpBounds>;
+type LpResult = std::sync::mpsc::Receiver<(bounds::LpBounds, Vec<(u32, f64)>)>;
 
 /// What a workload's replay needs before its search: the grid instance, the independent
 /// FIFO (the deadline) and the per-blob bound parts.
@@ -288,8 +288,12 @@ impl<'a> PreparedWorkload<'a> {
         })
     }
 
-    fn lp_bounds(&self, cfg: &model::config::LpBoundsConfig) -> bounds::LpBounds {
-        bounds::lp_bounds(
+    /// The LP bounds and the cache LP's open seconds per LP blob.
+    fn lp_bounds(
+        &self,
+        cfg: &model::config::LpBoundsConfig,
+    ) -> (bounds::LpBounds, Vec<(u32, f64)>) {
+        bounds::lp_bounds_with_shares(
             &self.g,
             self.inst.caps.gpus,
             self.deadline_ns,
@@ -342,7 +346,7 @@ fn replay_workload(
         bounds::strong_bounds_from(g, gpus, deadline_ns, &p.per_blob).with_gpu_pattern(pattern);
     // A job that panicked drops its sender; the pool's scope resumes that panic once this
     // one has unwound.
-    let lp_bounds = lp_result
+    let (lp_bounds, lp_blob_open_s) = lp_result
         .recv()
         .expect("the LP bounds job ended without a result");
     let best_bounds = ResourceHours {
@@ -419,7 +423,7 @@ fn replay_workload(
             validated,
         });
     }
-    let blob_bounds = blob_bound_rows(p, &lp_bounds.cache, &outcome);
+    let blob_bounds = blob_bound_rows(p, &lp_blob_open_s, &outcome);
     let best_found = ResourceHours {
         cpu: fifo_ideal.cpu,
         ram: fifo_ideal.ram,
@@ -458,14 +462,14 @@ fn replay_workload(
 /// blob index order.
 fn blob_bound_rows(
     p: &PreparedWorkload<'_>,
-    lp: &bounds::LpBound,
+    lp_blob_open_s: &[(u32, f64)],
     outcome: &search::SearchOutcome,
 ) -> Vec<BlobBoundRow> {
     let g = &p.g;
     let users = bounds::strong::blob_users(g);
     let fifo = evaluate::blob_unions_ns(g, &outcome.fifo.eval.starts);
     let best = evaluate::blob_unions_ns(g, &outcome.best_cache.eval.starts);
-    let lp_open: std::collections::HashMap<u32, f64> = lp.blob_open_s.iter().copied().collect();
+    let lp_open: std::collections::HashMap<u32, f64> = lp_blob_open_s.iter().copied().collect();
     let ns_h = |ns: f64| ns / 3.6e12;
     p.inst
         .blobs

@@ -60,14 +60,16 @@ fn json(dir: &Path) -> replay::output::ReplayDocument {
 }
 
 #[test]
-fn kicks_and_stall_transfers_give_the_same_outputs_with_any_thread_count() {
+fn kicks_stall_transfers_and_restarts_give_the_same_outputs_with_any_thread_count() {
     let dir = tempfile::tempdir().unwrap();
     let inst = instances();
     write_audit_frames(&dir.path().join("run"), &inst);
-    let budget = BUDGET.replace(
-        "lns_rounds: 2,",
-        "lns_rounds: 4, lns_kick_after: 8, lns_kick_removed: 5, lns_stall_rounds: 1,",
-    );
+    let budget = BUDGET
+        .replace(
+            "lns_rounds: 2,",
+            "lns_rounds: 4, lns_kick_after: 8, lns_kick_removed: 5, lns_stall_rounds: 1, lns_restart_rounds: 2,",
+        )
+        .replace("adaptive_batches: 10", "adaptive_batches: 16");
     let config = write_config(dir.path(), &inst, &WorkloadId::ALL, 20261129, &budget);
     let report = run(&config, 1);
     assert_eq!(report.budget.lns_kick_after, 8, "the budget sets it");
@@ -75,6 +77,17 @@ fn kicks_and_stall_transfers_give_the_same_outputs_with_any_thread_count() {
     run(&config, 4);
     for ((name, a), (_, b)) in first.iter().zip(outputs(dir.path())) {
         assert!(*a == b, "{name} differs between 1 and 4 threads");
+    }
+    // Restart rounds ran, from the other families' bests.
+    for w in &report.workloads {
+        let restarts: u64 = w
+            .adaptive
+            .operators
+            .iter()
+            .filter(|o| o.operator.starts_with("lns_restart_"))
+            .map(|o| o.batches)
+            .sum();
+        assert!(restarts > 0, "{}: no restart round", w.workload);
     }
     // The tiny instances stall, and the record says when.
     let stalls: Vec<_> = report

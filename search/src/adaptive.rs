@@ -12,8 +12,10 @@
 //! moves from the best order decoded serially, and the same decoded by backfilling (each
 //! batch `local_move_batch` orders: 1..4 swaps or moves, a duration perturbation or one
 //! task regrouped); one round of the start-time neighbourhood search (`lns_chains` chains
-//! of `lns_moves` moves, at most `lns_rounds` rounds per objective); simultaneous starts
-//! from the best plan (`local_move_batch` candidates, `group_starts` in all); blob-group
+//! of `lns_moves` moves, at most `lns_rounds` rounds per objective, fewer when the
+//! objective stalls and more when the other one does, see `lns_stall_rounds`); one restart
+//! round (the same chains from the other families' bests, at most `lns_restart_rounds`);
+//! simultaneous starts from the best plan (`local_move_batch` candidates, `group_starts` in all); blob-group
 //! batches (cache only, `blob_group_orders` in all).
 
 use crate::blob_groups::BlobGroupSearch;
@@ -36,6 +38,7 @@ enum Operator {
     DutyOrder,
     OrderMove(Objective, Decoder),
     Lns(Objective),
+    LnsRestart(Objective),
     GroupStart(Objective),
     BlobGroup,
 }
@@ -53,6 +56,8 @@ impl Operator {
             Operator::OrderMove(Cache, Backfill) => "order_move_cache/backfill",
             Operator::Lns(Gpu) => "lns_gpu",
             Operator::Lns(Cache) => "lns_cache",
+            Operator::LnsRestart(Gpu) => "lns_restart_gpu",
+            Operator::LnsRestart(Cache) => "lns_restart_cache",
             Operator::GroupStart(Gpu) => "group_start_gpu",
             Operator::GroupStart(Cache) => "group_start_cache",
             Operator::BlobGroup => "blob_group_order",
@@ -61,21 +66,23 @@ impl Operator {
 }
 
 /// The GPU objective's operators, in list order.
-const GPU_OPERATORS: [Operator; 6] = [
+const GPU_OPERATORS: [Operator; 7] = [
     Operator::FirstFitOrder,
     Operator::DutyOrder,
     Operator::OrderMove(Objective::Gpu, Decoder::Serial),
     Operator::OrderMove(Objective::Gpu, Decoder::Backfill),
     Operator::Lns(Objective::Gpu),
+    Operator::LnsRestart(Objective::Gpu),
     Operator::GroupStart(Objective::Gpu),
 ];
 
 /// The cache objective's operators, in list order.
-const CACHE_OPERATORS: [Operator; 5] = [
+const CACHE_OPERATORS: [Operator; 6] = [
     Operator::BlobGroup,
     Operator::OrderMove(Objective::Cache, Decoder::Serial),
     Operator::OrderMove(Objective::Cache, Decoder::Backfill),
     Operator::Lns(Objective::Cache),
+    Operator::LnsRestart(Objective::Cache),
     Operator::GroupStart(Objective::Cache),
 ];
 
@@ -178,6 +185,8 @@ struct Progress {
     lns_stalled: [u32; 2],
     /// Whether the objective's neighbourhood search stalled (it runs no more rounds).
     lns_retired: [bool; 2],
+    /// Restart rounds run.
+    lns_restarts: [u64; 2],
     order_moves: [u64; 2],
     blob: BlobGroupSearch,
 }
@@ -200,6 +209,7 @@ impl Progress {
             lns_rounds_gained: [0, 0],
             lns_stalled: [0, 0],
             lns_retired: [false, false],
+            lns_restarts: [0, 0],
             order_moves: [0, 0],
             blob,
         }
@@ -211,6 +221,9 @@ impl Progress {
             Operator::DutyOrder => !self.duty_done && budget.duty_orders > 0,
             Operator::OrderMove(..) => true,
             Operator::Lns(o) => !self.lns_retired[slot(o)] && self.lns_rounds_left(o, budget) > 0,
+            Operator::LnsRestart(o) => {
+                self.lns_restarts[slot(o)] < u64::from(budget.lns_restart_rounds)
+            }
             Operator::GroupStart(_) => self.group_starts < u64::from(budget.group_starts),
             Operator::BlobGroup => self.blob.left(budget) > 0,
         }
@@ -453,7 +466,35 @@ fn apply(
         Operator::Lns(objective) => {
             let round = progress.lns_rounds[slot(objective)];
             progress.lns_rounds[slot(objective)] += 1;
-            lns_round(state, g, ctx, budget, seeds, pool, objective, round);
+            let Some(base) = state.best(objective).map(|b| b.eval.starts.clone()) else {
+                return;
+            };
+            let chains = u64::from(budget.lns_chains);
+            let from = LnsRound {
+                bases: vec![base],
+                first_stream: round * chains,
+                tag: format!("r{round}"),
+            };
+            lns_round(state, g, ctx, budget, seeds, pool, objective, from);
+        }
+        Operator::LnsRestart(objective) => {
+            let restart = progress.lns_restarts[slot(objective)];
+            progress.lns_restarts[slot(objective)] += 1;
+            let bases: Vec<Vec<i64>> = state
+                .elites(objective)
+                .iter()
+                .map(|f| f.eval.starts.clone())
+                .collect();
+            if bases.is_empty() {
+                return;
+            }
+            let chains = u64::from(budget.lns_chains);
+            let from = LnsRound {
+                bases,
+                first_stream: RESTART_STREAMS + restart * chains,
+                tag: format!("x{restart}"),
+            };
+            lns_round(state, g, ctx, budget, seeds, pool, objective, from);
         }
         Operator::GroupStart(objective) => {
             let gseed = seeds.of(Family::GroupStart);
@@ -479,9 +520,22 @@ fn apply(
     }
 }
 
-/// One round of the start-time neighbourhood search from the best schedule of
-/// `objective`: `lns_chains` chains in parallel (chain `c` on stream
-/// `round * chains + c` of the family seed), folded in chain order.
+/// Where a neighbourhood-search round starts its chains.
+struct LnsRound {
+    /// Chain `c` starts from `bases[c % len]`.
+    bases: Vec<Vec<i64>>,
+    /// Chain `c` runs on stream `first_stream + c` of the family seed.
+    first_stream: u64,
+    /// The round's part of its candidates' labels (`r3`: round 3 from the best; `x1`:
+    /// restart round 1).
+    tag: String,
+}
+
+/// The first stream of the restart rounds (far above any round's `round * chains`).
+const RESTART_STREAMS: u64 = 1 << 40;
+
+/// One round of the start-time neighbourhood search: `lns_chains` chains in parallel from
+/// `from`'s starting schedules, folded in chain order.
 #[allow(clippy::too_many_arguments)]
 fn lns_round(
     state: &mut State,
@@ -491,7 +545,7 @@ fn lns_round(
     seeds: &FamilySeeds,
     pool: &rayon::ThreadPool,
     objective: Objective,
-    round: u64,
+    from: LnsRound,
 ) {
     let family = match objective {
         Objective::Gpu => Family::LnsGpu,
@@ -509,16 +563,15 @@ fn lns_round(
         kick_after: budget.lns_kick_after,
         kick_removed: budget.lns_kick_removed,
     };
-    let Some(base) = state.best(objective).map(|b| b.eval.starts.clone()) else {
-        return;
-    };
     let chains = u64::from(budget.lns_chains);
+    let bases = &from.bases;
     let outcomes: Vec<ChainOutcome> = pool.install(|| {
         (0..chains)
             .into_par_iter()
             .map(|c| {
-                let mut r = candidate_rng(&seed, round * chains + c);
-                run_chain(g, ctx, &base, objective, params, &mut r)
+                let mut r = candidate_rng(&seed, from.first_stream + c);
+                let base = &bases[c as usize % bases.len()];
+                run_chain(g, ctx, base, objective, params, &mut r)
             })
             .collect()
     });
@@ -527,13 +580,13 @@ fn lns_round(
     for (c, o) in outcomes.iter().enumerate() {
         let offset = first + c as u64 * u64::from(params.moves);
         for p in &o.archive {
-            // found_at_move 0 is the round's starting schedule, already known.
+            // found_at_move 0 is the chain's starting schedule, already known.
             if p.found_at_move == 0 {
                 continue;
             }
             points.push((
                 offset + p.found_at_move - 1,
-                format!("{}#r{round}c{c}m{}", family.as_str(), p.found_at_move),
+                format!("{}#{}c{c}m{}", family.as_str(), from.tag, p.found_at_move),
                 &p.starts,
             ));
         }

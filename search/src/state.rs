@@ -59,6 +59,8 @@ pub(super) struct State {
     pub(super) best_cache: Option<Found>,
     /// Non-dominated (GPU union, cache byte-ns) candidates, in the order found.
     pub(super) front: Vec<Found>,
+    /// Per family (in [`Family::ALL`] order), its best schedule on GPU and on cache.
+    pub(super) family_best: Vec<[Option<Found>; 2]>,
 }
 
 fn joint_value(gpu_h: f64, cache_h: f64, fifo_gpu_h: f64, fifo_cache_h: f64) -> f64 {
@@ -91,6 +93,7 @@ impl State {
             best_gpu: None,
             best_cache: None,
             front: Vec::new(),
+            family_best: vec![[None, None]; Family::ALL.len()],
         }
     }
 
@@ -100,6 +103,30 @@ impl State {
             Objective::Gpu => self.best_gpu.as_ref(),
             Objective::Cache => self.best_cache.as_ref(),
         }
+    }
+
+    /// Restart points for `objective`: every family's best on it except the family of the
+    /// overall best, best first (ties: family order). Empty before two families have any.
+    pub(super) fn elites(&self, objective: Objective) -> Vec<&Found> {
+        let k = match objective {
+            Objective::Gpu => 0,
+            Objective::Cache => 1,
+        };
+        let Some(best) = self.best(objective) else {
+            return Vec::new();
+        };
+        let value = |f: &Found| match objective {
+            Objective::Gpu => f.gpu_h,
+            Objective::Cache => f.cache_h,
+        };
+        let mut out: Vec<&Found> = self
+            .family_best
+            .iter()
+            .filter_map(|b| b[k].as_ref())
+            .filter(|f| f.family != best.family)
+            .collect();
+        out.sort_by(|a, b| value(a).total_cmp(&value(b)));
+        out
     }
 
     /// The order of the best schedule of an objective: the priority order it was decoded
@@ -169,6 +196,20 @@ impl State {
             self.fifo = Some(found.clone());
         }
         let mk = found.eval.makespan;
+        let fi = Family::ALL.iter().position(|&x| x == family).unwrap_or(0);
+        let [gpu_best, cache_best] = &mut self.family_best[fi];
+        if gpu_best
+            .as_ref()
+            .is_none_or(|b| beats(found.gpu_h, mk, b.gpu_h, b.eval.makespan))
+        {
+            *gpu_best = Some(found.clone());
+        }
+        if cache_best
+            .as_ref()
+            .is_none_or(|b| beats(found.cache_h, mk, b.cache_h, b.eval.makespan))
+        {
+            *cache_best = Some(found.clone());
+        }
         let mut improved = false;
         let new_fastest = self.fastest.as_ref().is_none_or(|b| mk < b.eval.makespan);
         let new_gpu = self
