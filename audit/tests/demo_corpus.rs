@@ -47,7 +47,12 @@ fn check_written(dir: &Path, summary: &demo::DemoSummary) {
         assert!(got.pass);
     }
     // Touching merges remove exactly 0 s; every other merge removes some.
-    let clip = frames::read_frame(&cfg.run_dir.join("clipping.parquet"), "clipping", 1).unwrap();
+    let clip = frames::read_frame(
+        &cfg.run_dir.join("clipping.parquet"),
+        "clipping",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     let reasons = clip.column("reason").unwrap().str().unwrap().clone();
     let removed = clip
         .column("seconds_removed")
@@ -63,7 +68,12 @@ fn check_written(dir: &Path, summary: &demo::DemoSummary) {
     let expected_touching: u64 = summary.expected.values().map(|e| e.merged_touching).sum();
     assert_eq!(touching, expected_touching);
     // Census start files equal n_requests summed over census attempts.
-    let att = frames::read_frame(&cfg.run_dir.join("attempts.parquet"), "attempts", 1).unwrap();
+    let att = frames::read_frame(
+        &cfg.run_dir.join("attempts.parquet"),
+        "attempts",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     let runs = att.column("run").unwrap().str().unwrap().clone();
     let n = att.column("n_requests").unwrap().u32().unwrap().clone();
     let census_starts: u64 = runs

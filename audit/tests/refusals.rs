@@ -171,7 +171,12 @@ fn good_attempt_is_read_exactly() {
     );
     let r = audit::run(&cfg, &audit::AuditOptions::default()).unwrap();
     assert_eq!(r.document.workloads["deepswe"].included, 1);
-    let req = frames::read_frame(&d.path().join("run/requests.parquet"), "requests", 1).unwrap();
+    let req = frames::read_frame(
+        &d.path().join("run/requests.parquet"),
+        "requests",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     let s = req
         .column("start_offset_s")
         .unwrap()
@@ -187,7 +192,12 @@ fn good_attempt_is_read_exactly() {
         .get(0)
         .unwrap();
     assert_eq!((s, e), (9.75, 11.25));
-    let att = frames::read_frame(&d.path().join("run/attempts.parquet"), "attempts", 1).unwrap();
+    let att = frames::read_frame(
+        &d.path().join("run/attempts.parquet"),
+        "attempts",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     assert_eq!(
         att.column("duration_s").unwrap().f64().unwrap().get(0),
         Some(99.5)
@@ -196,7 +206,12 @@ fn good_attempt_is_read_exactly() {
         att.column("request_s").unwrap().f64().unwrap().get(0),
         Some(1.5)
     );
-    let blobs = frames::read_frame(&d.path().join("run/blobs.parquet"), "blobs", 1).unwrap();
+    let blobs = frames::read_frame(
+        &d.path().join("run/blobs.parquet"),
+        "blobs",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     assert_eq!(
         blobs
             .column("compressed_gib")
@@ -361,7 +376,12 @@ fn exclusions(members: Vec<M>, archives2: Option<Vec<M>>) -> Vec<(String, String
         e.starts_with("cohort audit does not match pipeline.yaml: deepswe: audited"),
         "{e}"
     );
-    let ex = frames::read_frame(&d.path().join("run/exclusions.parquet"), "exclusions", 1).unwrap();
+    let ex = frames::read_frame(
+        &d.path().join("run/exclusions.parquet"),
+        "exclusions",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     let col = |n: &str| {
         ex.column(n)
             .unwrap()
@@ -761,13 +781,13 @@ fn audit_one(
 
 fn str_col(d: &Path, frame: &str, col: &str) -> Vec<Option<String>> {
     let p = d.join(format!("run/{frame}.parquet"));
-    let df = frames::read_frame(&p, frame, 1).unwrap();
+    let df = frames::read_frame(&p, frame, model::run_dir::FRAME_SCHEMA_VERSION).unwrap();
     frames::str_values(&df, &p, col).unwrap()
 }
 
 fn f64_col(d: &Path, frame: &str, col: &str) -> Vec<Option<f64>> {
     let p = d.join(format!("run/{frame}.parquet"));
-    let df = frames::read_frame(&p, frame, 1).unwrap();
+    let df = frames::read_frame(&p, frame, model::run_dir::FRAME_SCHEMA_VERSION).unwrap();
     frames::f64_values(&df, &p, col).unwrap()
 }
 

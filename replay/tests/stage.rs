@@ -454,7 +454,7 @@ struct ScheduleCsvRow {
 
 /// The rows of a written `schedules.parquet`, in file order.
 fn schedule_rows(path: &Path) -> Vec<ScheduleCsvRow> {
-    let df = frames::read_frame(path, "schedules", 1).unwrap();
+    let df = frames::read_frame(path, "schedules", model::run_dir::FRAME_SCHEMA_VERSION).unwrap();
     let col = |n: &str| df.column(n).unwrap().clone();
     let (w, s, a, st, en) = (
         col("workload"),
@@ -707,7 +707,12 @@ fn frames_match_their_json_schemas() {
         if !file.ends_with(".parquet") {
             continue;
         }
-        let df = frames::read_frame(&dir.path().join("run").join(&file), spec.name, 1).unwrap();
+        let df = frames::read_frame(
+            &dir.path().join("run").join(&file),
+            spec.name,
+            model::run_dir::FRAME_SCHEMA_VERSION,
+        )
+        .unwrap();
         spec.check(&df).unwrap();
     }
     // The checked-in schemas/ are the generated ones (pipeline's drift test checks all).

@@ -20,7 +20,7 @@ fn assert_no_torn_outputs(run: &Path) {
             continue; // temporary names are never taken for outputs
         }
         if let Some(stem) = name.strip_suffix(".parquet") {
-            frames::read_frame(&p, stem, 1)
+            frames::read_frame(&p, stem, model::run_dir::FRAME_SCHEMA_VERSION)
                 .unwrap_or_else(|e| panic!("{name} is torn after a kill: {e}"));
         } else if name.ends_with(".json") {
             serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&p).unwrap())

@@ -175,7 +175,12 @@ fn two_ingests_on_one_store_at_once_one_writes_at_a_time() {
     assert!(finished >= 1, "neither ingest finished");
     assert_eq!(assert_store_verified(&run_dir), 4);
     // The ledger is whole and readable.
-    let ledger = frames::read_frame(&run_dir.join("ledger.parquet"), "ledger", 1).unwrap();
+    let ledger = frames::read_frame(
+        &run_dir.join("ledger.parquet"),
+        "ledger",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     assert_eq!(ledger.height(), 4);
 }
 

@@ -89,7 +89,12 @@ fn report_renders_with_charts_and_figures() {
         let row = format!("| {} | {} | {makespan:.1} | {deadline:.1} |", &f[0], &f[1]);
         assert!(md.contains(&row), "missing selected-schedule row {row}");
     }
-    let bounds = frames::read_frame(&d.path().join("run/bounds.parquet"), "bounds", 1).unwrap();
+    let bounds = frames::read_frame(
+        &d.path().join("run/bounds.parquet"),
+        "bounds",
+        model::run_dir::FRAME_SCHEMA_VERSION,
+    )
+    .unwrap();
     let best = bounds
         .column("best_found_h")
         .unwrap()

@@ -725,7 +725,7 @@ fn lineage_walks_a_figure_and_a_row_back_to_their_archives() {
     insta::assert_snapshot!(text, @r#"
     attempts.parquet#attempt_id=<attempt> = 1 row(s)
     config: pipeline.yaml sha256 c5583d046987493567e2099f08772e3e723e7afe09bbc2b145f31b6e18249e20 (every stage reads it)
-    attempts.parquet (sha256 9229e41c3c03ec8947f3d9cdd5070c44aecab62f2e9db6fff94cdf909b513665)
+    attempts.parquet (sha256 3dfe8a76cd7f644df75bb57ece0ecf550f3ed0d4defacb2f1ddb18754c99ba94)
       written by audit, build <build>
       config: sources.manifest="manifest.csv", workloads.deepswe.expect.audited=40, workloads.deepswe.expect.excluded.infrastructure_failure=2, workloads.deepswe.expect.flagged.llm_query_error=1, workloads.deepswe.expect.included=38, workloads.deepswe.expect.pilot=8, workloads.tmax.expect.audited=24, workloads.tmax.expect.excluded.execution_exception=2, workloads.tmax.expect.flagged={}, workloads.tmax.expect.included=22
       from: store/sha256/1fb97420b2863b2cc43f67b503bdae2d3b01725afecd302e5786ec3073b3c878
