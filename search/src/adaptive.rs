@@ -24,7 +24,7 @@ use crate::families::{Family, PRIORITY_ORDERS, ReplayBudget};
 use crate::lns::{ChainOutcome, ChainParams, LnsContext, run_chain};
 use crate::orders::{Structure, perturbed_order, regroup_one_task, swaps_or_moves};
 use crate::seeded::{below, candidate_rng};
-use crate::state::State;
+use crate::state::{State, slot};
 use crate::{FamilySeeds, fold_constructions, fold_orders, run_batch};
 use rayon::prelude::*;
 use schedule::Objective;
@@ -191,13 +191,6 @@ struct Progress {
     blob: BlobGroupSearch,
 }
 
-fn slot(objective: Objective) -> usize {
-    match objective {
-        Objective::Gpu => 0,
-        Objective::Cache => 1,
-    }
-}
-
 impl Progress {
     /// Nothing run yet.
     fn new(blob: BlobGroupSearch) -> Self {
@@ -273,14 +266,6 @@ impl Progress {
     }
 }
 
-/// An objective's exact value of a schedule.
-fn exact_value(f: &crate::state::Found, o: Objective) -> u128 {
-    match o {
-        Objective::Gpu => f.eval.gpu_union.max(0) as u128,
-        Objective::Cache => f.eval.cache_byte_ns,
-    }
-}
-
 /// UCB1 over counts: the first untried available operator, else the largest
 /// `wins / tries + sqrt(2 ln(total) / tries)` (ties: the earlier).
 fn choose(available: &[bool], tries: &[u64], wins: &[u64]) -> Option<usize> {
@@ -335,7 +320,7 @@ pub(super) fn run(
             continue;
         };
         let before = state.best(objective).map(|f| f.candidate);
-        let value_before = state.best(objective).map(|f| exact_value(f, objective));
+        let value_before = state.best(objective).map(|f| f.exact(objective));
         apply(
             ops[k],
             state,
@@ -352,7 +337,7 @@ pub(super) fn run(
             wins[s][k] += 1;
         }
         if let Operator::Lns(o) = ops[k] {
-            let value_after = state.best(o).map(|f| exact_value(f, o));
+            let value_after = state.best(o).map(|f| f.exact(o));
             stalls.extend(progress.lns_round_done(o, value_before, value_after, b, budget));
         }
         choices.push(ops[k].name());

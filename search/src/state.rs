@@ -29,6 +29,37 @@ pub struct Found {
     pub label: String,
 }
 
+impl Found {
+    /// Its value on `objective`, hours.
+    pub(super) fn hours(&self, objective: Objective) -> f64 {
+        match objective {
+            Objective::Gpu => self.gpu_h,
+            Objective::Cache => self.cache_h,
+        }
+    }
+
+    /// Its exact value on `objective`: GPU union ns or cache byte-ns.
+    pub(super) fn exact(&self, objective: Objective) -> u128 {
+        match objective {
+            Objective::Gpu => self.eval.gpu_union.max(0) as u128,
+            Objective::Cache => self.eval.cache_byte_ns,
+        }
+    }
+}
+
+/// The position of an objective in per-objective pairs (GPU, cache).
+pub(super) fn slot(objective: Objective) -> usize {
+    match objective {
+        Objective::Gpu => 0,
+        Objective::Cache => 1,
+    }
+}
+
+/// The position of a family in [`Family::ALL`].
+fn family_index(f: Family) -> usize {
+    Family::ALL.iter().position(|&x| x == f).unwrap_or(0)
+}
+
 /// One row of the search trace: the best so far of an objective after a batch.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TraceRow {
@@ -108,24 +139,16 @@ impl State {
     /// Restart points for `objective`: every family's best on it except the family of the
     /// overall best, best first (ties: family order). Empty before two families have any.
     pub(super) fn elites(&self, objective: Objective) -> Vec<&Found> {
-        let k = match objective {
-            Objective::Gpu => 0,
-            Objective::Cache => 1,
-        };
         let Some(best) = self.best(objective) else {
             return Vec::new();
-        };
-        let value = |f: &Found| match objective {
-            Objective::Gpu => f.gpu_h,
-            Objective::Cache => f.cache_h,
         };
         let mut out: Vec<&Found> = self
             .family_best
             .iter()
-            .filter_map(|b| b[k].as_ref())
+            .filter_map(|b| b[slot(objective)].as_ref())
             .filter(|f| f.family != best.family)
             .collect();
-        out.sort_by(|a, b| value(a).total_cmp(&value(b)));
+        out.sort_by(|a, b| a.hours(objective).total_cmp(&b.hours(objective)));
         out
     }
 
@@ -160,8 +183,7 @@ impl State {
     }
 
     pub(super) fn stat(&mut self, f: Family) -> &mut FamilyStats {
-        let i = Family::ALL.iter().position(|&x| x == f).unwrap_or(0);
-        &mut self.stats[i]
+        &mut self.stats[family_index(f)]
     }
 
     fn joint(&self, f: &Found) -> f64 {
@@ -196,19 +218,18 @@ impl State {
             self.fifo = Some(found.clone());
         }
         let mk = found.eval.makespan;
-        let fi = Family::ALL.iter().position(|&x| x == family).unwrap_or(0);
-        let [gpu_best, cache_best] = &mut self.family_best[fi];
-        if gpu_best
-            .as_ref()
-            .is_none_or(|b| beats(found.gpu_h, mk, b.gpu_h, b.eval.makespan))
-        {
-            *gpu_best = Some(found.clone());
-        }
-        if cache_best
-            .as_ref()
-            .is_none_or(|b| beats(found.cache_h, mk, b.cache_h, b.eval.makespan))
-        {
-            *cache_best = Some(found.clone());
+        for objective in [Objective::Gpu, Objective::Cache] {
+            let best = &mut self.family_best[family_index(family)][slot(objective)];
+            if best.as_ref().is_none_or(|b| {
+                beats(
+                    found.hours(objective),
+                    mk,
+                    b.hours(objective),
+                    b.eval.makespan,
+                )
+            }) {
+                *best = Some(found.clone());
+            }
         }
         let mut improved = false;
         let new_fastest = self.fastest.as_ref().is_none_or(|b| mk < b.eval.makespan);
